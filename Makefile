@@ -1,0 +1,57 @@
+# The two commands a new user needs: `make run` (the main job on the
+# embedded default) and `make test` (every test). Both install what they
+# need first.
+
+SHELL     := /bin/bash
+GO        ?= go
+BIN       := bin/ingestor
+AZURITE   := 3.37.0
+# Packages that start goroutines or processes run under the race detector.
+RACE_PKGS := ./consumer/... ./uploader/... ./committer/... ./supervisor/... ./shared/... ./internal/...
+E2E_PKGS  := ./e2e/...
+
+.PHONY: all build run test test-unit test-e2e deps deps-azurite deps-postgres fuzz vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/ingestor
+
+# The main job on the embedded default: a local Kafka-protocol broker, a
+# generator of events, a SQLite catalog and a local warehouse, and the
+# supervisor with its three roles. Ctrl-C stops it in order.
+run: build
+	./$(BIN) demo
+
+# Every test, with the real parts they need installed and started by the tests.
+test: deps build vet test-unit test-e2e
+
+test-unit:
+	$(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
+
+test-e2e: build
+	INGESTOR_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m -v $(E2E_PKGS)
+
+vet:
+	$(GO) vet ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./consumer/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./shared/walfile/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./shared/config/
+
+deps: deps-azurite deps-postgres
+
+# Azurite, the Azure Storage emulator, from npm into ./node_modules.
+deps-azurite:
+	@test -x node_modules/.bin/azurite-blob || npm install --no-save --no-package-lock --no-audit --no-fund azurite@$(AZURITE)
+
+# PostgreSQL from Debian's packages, for the SQL catalog tests.
+deps-postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin e2e.log

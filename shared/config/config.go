@@ -1,0 +1,231 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+)
+
+// Defaults named by the product specification.
+const (
+	DefaultCommitIntervalSeconds       = 20
+	DefaultDrainTimeoutSeconds         = 96
+	DefaultMaxFileSizeBytes            = 64 << 20
+	DefaultMaxFileAgeMinutes           = 5
+	DefaultMaxOpenSegmentsPerPartition = 256
+	DefaultDiskHighWatermarkPct        = 80
+	DefaultMetricsAddress              = ":9400"
+	DefaultStartOffset                 = "earliest"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Ingestion Ingestion `yaml:"ingestion"`
+	Kafka     Kafka     `yaml:"kafka"`
+	Catalog   Catalog   `yaml:"catalog"`
+	Datasets  []Dataset `yaml:"datasets"`
+	Metrics   Metrics   `yaml:"metrics"`
+}
+
+// Ingestion holds the timing and WAL settings of the record path.
+type Ingestion struct {
+	// CommitIntervalSeconds is the time between two table commits of a dataset.
+	CommitIntervalSeconds float64 `yaml:"commitIntervalSeconds"`
+	// DrainTimeoutSeconds bounds the whole shutdown sequence.
+	DrainTimeoutSeconds float64 `yaml:"drainTimeoutSeconds"`
+	// WAL configures the local write-ahead log.
+	WAL WAL `yaml:"wal"`
+}
+
+// WAL configures the local Parquet write-ahead log and its rotation.
+type WAL struct {
+	// Dir is the WAL directory shared by all roles.
+	Dir string `yaml:"dir"`
+	// MaxFileSizeBytes rotates a segment when it reaches this size.
+	MaxFileSizeBytes int64 `yaml:"maxFileSizeBytes"`
+	// MaxFileAgeMinutes rotates a segment when it reaches this age; decimals allowed.
+	MaxFileAgeMinutes float64 `yaml:"maxFileAgeMinutes"`
+	// MaxOpenSegmentsPerPartition rotates all segments of a Kafka partition
+	// when it has more open segments than this.
+	MaxOpenSegmentsPerPartition int `yaml:"maxOpenSegmentsPerPartition"`
+	// DiskHighWatermarkPct pauses consumption when the WAL volume is this full.
+	DiskHighWatermarkPct float64 `yaml:"diskHighWatermarkPct"`
+}
+
+// Kafka holds the broker connection settings.
+type Kafka struct {
+	// Brokers lists the seed brokers as host:port.
+	Brokers []string `yaml:"brokers"`
+	// ClientID is the Kafka client id; it defaults to "ingestor".
+	ClientID string `yaml:"clientId"`
+}
+
+// Catalog is the Iceberg catalog: a name and the iceberg-go catalog
+// properties, passed through as they are (type, uri, warehouse, adls.*, ...).
+type Catalog struct {
+	Name       string
+	Properties map[string]string
+}
+
+// Metrics holds the addresses of the Prometheus endpoints.
+type Metrics struct {
+	// Address is the supervisor's listen address; the roles take the next
+	// three ports unless Roles names theirs.
+	Address string `yaml:"address"`
+	// Roles overrides the address of each role's endpoint.
+	Roles RoleAddresses `yaml:"roles"`
+}
+
+// RoleAddresses overrides the metrics address of each role.
+type RoleAddresses struct {
+	Consumer  string `yaml:"consumer"`
+	Uploader  string `yaml:"uploader"`
+	Committer string `yaml:"committer"`
+}
+
+// Dataset is one Kafka topic flowing into one Iceberg table.
+type Dataset struct {
+	// Name identifies the dataset in metrics and logs.
+	Name string `yaml:"name"`
+	// Topic is the Kafka topic read by the dataset's consumer group.
+	Topic string `yaml:"topic"`
+	// Table is the Iceberg table as namespace.table.
+	Table string `yaml:"table"`
+	// ConsumerGroup defaults to "ingestor-<name>".
+	ConsumerGroup string `yaml:"consumerGroup"`
+	// StartOffset is where a group with no committed offset starts: earliest or latest.
+	StartOffset string `yaml:"startOffset"`
+	// CustomMapping maps each column name to a JMESPath expression on the payload.
+	CustomMapping map[string]string `yaml:"customMapping"`
+	// BloomFilterColumns get a bloom-filter sidecar per uploaded file.
+	BloomFilterColumns []string `yaml:"bloomFilterColumns"`
+	// Create, when set, creates the table if it does not exist.
+	Create *CreateTable `yaml:"create"`
+}
+
+// CreateTable describes a table to create when it is missing.
+type CreateTable struct {
+	// Columns of the table, in order.
+	Columns []Column `yaml:"columns"`
+	// Partition fields of the table's partition spec, in order.
+	Partition []PartitionField `yaml:"partition"`
+	// Properties are table properties set at creation.
+	Properties map[string]string `yaml:"properties"`
+}
+
+// Column is one column of a table to create.
+type Column struct {
+	Name string `yaml:"name"`
+	// Type is an Iceberg type: string, int, long, float, double, boolean,
+	// date, timestamp, timestamptz, binary, uuid, decimal(P,S),
+	// list<T>, map<K,V> or struct<name:T,...>.
+	Type     string `yaml:"type"`
+	Required bool   `yaml:"required"`
+}
+
+// PartitionField is one field of a table's partition spec.
+type PartitionField struct {
+	// Column is the source column.
+	Column string `yaml:"column"`
+	// Transform is identity, year, month, day, hour, bucket[N] or truncate[W].
+	Transform string `yaml:"transform"`
+	// Name of the partition field; defaults to column_transform.
+	Name string `yaml:"name"`
+}
+
+// CommitInterval returns ingestion.commitIntervalSeconds as a duration.
+func (c *Config) CommitInterval() time.Duration {
+	return seconds(c.Ingestion.CommitIntervalSeconds)
+}
+
+// DrainTimeout returns ingestion.drainTimeoutSeconds as a duration.
+func (c *Config) DrainTimeout() time.Duration {
+	return seconds(c.Ingestion.DrainTimeoutSeconds)
+}
+
+// MaxFileAge returns ingestion.wal.maxFileAgeMinutes as a duration.
+func (w WAL) MaxFileAge() time.Duration {
+	return seconds(w.MaxFileAgeMinutes * 60)
+}
+
+func seconds(s float64) time.Duration {
+	return time.Duration(math.Round(s * float64(time.Second)))
+}
+
+// Dataset returns the dataset with the given name.
+func (c *Config) Dataset(name string) (Dataset, bool) {
+	for _, d := range c.Datasets {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Dataset{}, false
+}
+
+// DatasetByTopic returns the dataset that reads the given topic.
+func (c *Config) DatasetByTopic(topic string) (Dataset, bool) {
+	for _, d := range c.Datasets {
+		if d.Topic == topic {
+			return d, true
+		}
+	}
+	return Dataset{}, false
+}
+
+// TableIdent splits a dataset's table into namespace and name parts.
+func (d Dataset) TableIdent() []string {
+	return strings.Split(d.Table, ".")
+}
+
+// applyDefaults fills every key the file left out.
+func (c *Config) applyDefaults() {
+	in := &c.Ingestion
+	if in.CommitIntervalSeconds == 0 {
+		in.CommitIntervalSeconds = DefaultCommitIntervalSeconds
+	}
+	if in.DrainTimeoutSeconds == 0 {
+		in.DrainTimeoutSeconds = DefaultDrainTimeoutSeconds
+	}
+	if in.WAL.MaxFileSizeBytes == 0 {
+		in.WAL.MaxFileSizeBytes = DefaultMaxFileSizeBytes
+	}
+	if in.WAL.MaxFileAgeMinutes == 0 {
+		in.WAL.MaxFileAgeMinutes = DefaultMaxFileAgeMinutes
+	}
+	if in.WAL.MaxOpenSegmentsPerPartition == 0 {
+		in.WAL.MaxOpenSegmentsPerPartition = DefaultMaxOpenSegmentsPerPartition
+	}
+	if in.WAL.DiskHighWatermarkPct == 0 {
+		in.WAL.DiskHighWatermarkPct = DefaultDiskHighWatermarkPct
+	}
+	if c.Kafka.ClientID == "" {
+		c.Kafka.ClientID = "ingestor"
+	}
+	if c.Metrics.Address == "" {
+		c.Metrics.Address = DefaultMetricsAddress
+	}
+	for i := range c.Datasets {
+		d := &c.Datasets[i]
+		if d.ConsumerGroup == "" && d.Name != "" {
+			d.ConsumerGroup = "ingestor-" + d.Name
+		}
+		if d.StartOffset == "" {
+			d.StartOffset = DefaultStartOffset
+		}
+	}
+}
+
+// Load reads, checks and completes the configuration file at path.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}

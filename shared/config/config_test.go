@@ -1,0 +1,132 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const example = `
+ingestion:
+  commitIntervalSeconds: 2
+  wal: {dir: /tmp/demo/wal, maxFileAgeMinutes: 0.05}
+kafka: {brokers: [127.0.0.1:9092]}
+catalog: {name: demo, type: sql, uri: "file:/tmp/demo/catalog.db", sql.driver: sqlite, sql.dialect: sqlite, warehouse: "file:///tmp/demo/warehouse"}
+datasets:
+  - name: clicks
+    topic: clicks
+    table: web.clicks
+    customMapping: {event_id: id, tenant: meta.tenant, ts: meta.ts, country: geo.country}
+    bloomFilterColumns: [event_id]
+`
+
+func TestParseExampleAndDefaults(t *testing.T) {
+	c, err := Parse([]byte(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.CommitInterval(); got != 2*time.Second {
+		t.Errorf("CommitInterval = %s", got)
+	}
+	if got := c.DrainTimeout(); got != 96*time.Second {
+		t.Errorf("DrainTimeout default = %s, want 96s", got)
+	}
+	w := c.Ingestion.WAL
+	if w.MaxFileAge() != 3*time.Second {
+		t.Errorf("MaxFileAge = %s, want 3s", w.MaxFileAge())
+	}
+	if w.MaxFileSizeBytes != 64<<20 || w.MaxOpenSegmentsPerPartition != 256 || w.DiskHighWatermarkPct != 80 {
+		t.Errorf("WAL defaults = %+v", w)
+	}
+	if c.Metrics.Address != ":9400" {
+		t.Errorf("metrics.address default = %q", c.Metrics.Address)
+	}
+	d := c.Datasets[0]
+	if d.ConsumerGroup != "ingestor-clicks" || d.StartOffset != "earliest" {
+		t.Errorf("dataset defaults = %+v", d)
+	}
+	if c.Catalog.Name != "demo" || c.Catalog.Properties["sql.driver"] != "sqlite" || c.Catalog.Properties["type"] != "sql" {
+		t.Errorf("catalog = %+v", c.Catalog)
+	}
+	if _, ok := c.Catalog.Properties["name"]; ok {
+		t.Error("catalog name passed through as a property")
+	}
+	if d.TableIdent()[0] != "web" || d.TableIdent()[1] != "clicks" {
+		t.Errorf("TableIdent = %v", d.TableIdent())
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	tests := []struct {
+		name    string
+		replace [2]string
+		want    string
+	}{
+		{"unknown key", [2]string{"commitIntervalSeconds: 2", "commitIntervalSeconds: 2\n  commitInterval: 3"}, "ingestion.commitInterval: unknown key"},
+		{"unknown wal key", [2]string{"maxFileAgeMinutes: 0.05", "maxFileAgeMinutes: 0.05, maxFileAge: 1"}, "ingestion.wal.maxFileAge: unknown key"},
+		{"wrong type", [2]string{"maxFileAgeMinutes: 0.05", "maxFileAgeMinutes: soon"}, `ingestion.wal.maxFileAgeMinutes: want a number, got "soon"`},
+		{"whole number wanted", [2]string{"wal: {dir", "wal: {maxFileSizeBytes: 1.5, dir"}, "ingestion.wal.maxFileSizeBytes: want a whole number"},
+		{"list wanted", [2]string{"brokers: [127.0.0.1:9092]", "brokers: 127.0.0.1:9092"}, "kafka.brokers: want a list"},
+		{"bad broker", [2]string{"brokers: [127.0.0.1:9092]", "brokers: [localhost]"}, "kafka.brokers[0]: want host:port"},
+		{"missing wal dir", [2]string{"dir: /tmp/demo/wal, ", ""}, "ingestion.wal.dir: required"},
+		{"missing topic", [2]string{"    topic: clicks\n", ""}, "datasets[0].topic: required"},
+		{"bad table", [2]string{"table: web.clicks", "table: clicks"}, "datasets[0].table: want namespace.table"},
+		{"bad start offset", [2]string{"table: web.clicks", "table: web.clicks\n    startOffset: middle"}, "datasets[0].startOffset: want earliest or latest"},
+		{"watermark zero", [2]string{"maxFileAgeMinutes: 0.05", "maxFileAgeMinutes: 0.05, diskHighWatermarkPct: 120"}, "ingestion.wal.diskHighWatermarkPct: must be above 5 and at most 100"},
+		{"mapping not a map", [2]string{"customMapping: {event_id: id, tenant: meta.tenant, ts: meta.ts, country: geo.country}", "customMapping: [id]"}, "datasets[0].customMapping: want a mapping"},
+		{"nested catalog value", [2]string{"warehouse: \"file:///tmp/demo/warehouse\"", "warehouse: {a: b}"}, "catalog.warehouse: want a string"},
+		{"missing catalog type", [2]string{"type: sql, ", ""}, "catalog.type: required"},
+		{"bad create column", [2]string{"bloomFilterColumns: [event_id]", "create: {columns: [{name: x}]}"}, "datasets[0].create.columns[0].type: required"},
+		{"negative", [2]string{"commitIntervalSeconds: 2", "commitIntervalSeconds: -2"}, "ingestion.commitIntervalSeconds: must be positive"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := strings.Replace(example, tc.replace[0], tc.replace[1], 1)
+			if doc == example {
+				t.Fatalf("replacement %q did not apply", tc.replace[0])
+			}
+			_, err := Parse([]byte(doc))
+			if err == nil {
+				t.Fatalf("Parse accepted:\n%s", doc)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(path, []byte("ingestion: [1]\n"), 0o644)
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "ingestion: want a mapping") {
+		t.Fatalf("Load error = %v", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Fatal("Load of a missing file succeeded")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(example))
+	f.Add([]byte("ingestion: {wal: {dir: x}}\n"))
+	f.Add([]byte("datasets: [{name: a, customMapping: {a: '[0'}}]"))
+	f.Add([]byte("a: &x [*x]"))
+	f.Add([]byte("\x00\xff"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		c, err := Parse(doc)
+		if err == nil && c.Ingestion.WAL.Dir == "" {
+			t.Fatal("accepted a config without a WAL directory")
+		}
+	})
+}
+
+func TestParseRefusesRecursiveAlias(t *testing.T) {
+	doc := strings.Replace(example, "customMapping: {event_id: id, tenant: meta.tenant, ts: meta.ts, country: geo.country}", "customMapping: &m {a: *m}", 1)
+	if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "datasets[0].customMapping.a: YAML aliases are not supported") {
+		t.Fatalf("Parse error = %v", err)
+	}
+}

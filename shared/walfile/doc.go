@@ -1,0 +1,26 @@
+// Package walfile is the contract of the WAL directory, the only hand-off
+// between the consumer, the uploader and the committer.
+//
+// A segment moves through these names, each change a rename or an atomic
+// write fsynced together with the directory:
+//
+//	active_{topic}_{partition}_{uuid}.parquet          open, written by the consumer
+//	ready_{topic}_{partition}_{start}-{end}_{uuid}.parquet
+//	                                                   closed and fsynced; offsets start..end
+//	uploaded_{topic}_{partition}_{start}-{end}_{uuid}.json
+//	                                                   written by the uploader beside the
+//	                                                   ready file once the object is stored
+//
+// The committer deletes the ready file and then its uploaded marker after
+// the table append that holds the file succeeded. Names starting with
+// "tmp_" are half-written and never acted upon; any role may remove them.
+//
+// The start and end offsets are the first and last Kafka offsets of the
+// rows in the file; the consumer commits the offset after the last record
+// it processed for the partition once every segment of the partition is
+// ready. Files of one rotation of a partition interleave their offsets.
+//
+// Each role holds an exclusive lock file (".consumer.lock" and so on) in
+// the directory while it runs, so that a draining role can tell whether the
+// role before it in the record path is still writing.
+package walfile
