@@ -1,0 +1,55 @@
+package tables
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+)
+
+// Snapshot summary properties the committer records on each append.
+const (
+	// SummaryDataset names the dataset whose files the append added.
+	SummaryDataset = "ingestor.dataset"
+	// SummaryFiles lists, separated by spaces, the UUIDs of the WAL
+	// segments the append added.
+	SummaryFiles = "ingestor.files"
+)
+
+// SnapshotProperties returns the summary properties of an append that adds
+// the WAL segments ids of dataset.
+func SnapshotProperties(dataset string, ids []uuid.UUID) iceberg.Properties {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	sort.Strings(s)
+	return iceberg.Properties{SummaryDataset: dataset, SummaryFiles: strings.Join(s, " ")}
+}
+
+// FilesInTable returns the UUIDs of the WAL segments that the snapshots the
+// table still keeps record as added (summary property ingestor.files). It
+// reads only the table metadata already loaded, never a manifest, so it is
+// cheap enough to run before every commit.
+//
+// Limit: the record lives in the snapshot that added the files. Once a
+// snapshot is expired (for example by a user's table maintenance), its
+// files are still in the table but no longer in this set; a local copy of
+// such a file that is still waiting would be added a second time. Expiring
+// only snapshots older than the WAL's longest outage avoids it.
+func FilesInTable(tbl *table.Table) map[uuid.UUID]bool {
+	in := map[uuid.UUID]bool{}
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.Summary == nil {
+			continue
+		}
+		for _, f := range strings.Fields(s.Summary.Properties[SummaryFiles]) {
+			if id, err := uuid.Parse(f); err == nil {
+				in[id] = true
+			}
+		}
+	}
+	return in
+}
