@@ -1,0 +1,133 @@
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func get(t *testing.T, client *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s: %v", url, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestServe(t *testing.T) {
+	var logs syncBuffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	reg := NewRegistry("uploader")
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "ingestor_uploader_files_total", Help: "test"})
+	reg.MustRegister(c)
+	c.Add(3)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, err := Serve(ctx, "127.0.0.1:0", reg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(addr.String(), ":0") {
+		t.Fatalf("Serve returned %s, want the bound port", addr)
+	}
+
+	// The chosen address is logged at start.
+	var line struct {
+		Msg     string `json:"msg"`
+		Address string `json:"address"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(logs.String(), "\n", 2)[0]), &line); err != nil {
+		t.Fatalf("decode log %q: %v", logs.String(), err)
+	}
+	if line.Msg != "metrics listening" || line.Address != addr.String() {
+		t.Errorf("log = %+v, want metrics listening at %s", line, addr)
+	}
+
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	base := "http://" + addr.String()
+	code, body := get(t, client, base+"/healthz")
+	if code != http.StatusOK {
+		t.Errorf("/healthz = %d, want 200", code)
+	}
+	code, body = get(t, client, base+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics = %d, want 200", code)
+	}
+	for _, want := range []string{
+		"ingestor_uploader_files_total 3",
+		`ingestor_process_role_info{role="uploader"} 1`,
+		"go_goroutines ",
+		"process_start_time_seconds ",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	// The endpoint stops when its context ends, and only then.
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := client.Get(base + "/healthz")
+		if err != nil {
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("endpoint still answers 5s after its context ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestServeAddressInUse(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	addr, err := Serve(ctx, "127.0.0.1:0", reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Serve(ctx, addr.String(), reg, nil); err == nil {
+		t.Fatalf("second Serve on %s succeeded, want address in use", addr)
+	}
+}

@@ -1,0 +1,123 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+)
+
+// Environment that turns the test binary into a child role or a host.
+const (
+	envChildMode  = "INGESTOR_RPC_TEST_CHILD"
+	envDrainDelay = "INGESTOR_RPC_TEST_DRAIN_DELAY"
+	envRunError   = "INGESTOR_RPC_TEST_RUN_ERROR"
+	envHost       = "INGESTOR_RPC_TEST_HOST"
+)
+
+func TestMain(m *testing.M) {
+	if IsChild() && os.Getenv(envChildMode) != "" {
+		serveTestChild(os.Getenv(envChildMode))
+		return
+	}
+	if os.Getenv(envHost) != "" {
+		os.Exit(runTestHost())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// testPauser records Pause and Resume so that Status can report them.
+type testPauser struct {
+	paused    atomic.Bool
+	pauseOnce sync.Once
+	pausedCh  chan struct{} // closed at the first Pause
+}
+
+func (p *testPauser) Pause(context.Context) error {
+	p.paused.Store(true)
+	p.pauseOnce.Do(func() { close(p.pausedCh) })
+	return nil
+}
+
+func (p *testPauser) Resume(context.Context) error { p.paused.Store(false); return nil }
+
+// serveTestChild runs a child role whose behaviour the test chooses:
+//   - wait: run until drained, then take envDrainDelay and return
+//     envRunError (if set) as its error;
+//   - fail-on-pause: return an error, with no drain, at the first Pause;
+//   - panic-status: like wait, but its status function panics.
+func serveTestChild(mode string) {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("role", "testrole")
+	delay, _ := time.ParseDuration(os.Getenv(envDrainDelay))
+	pauser := &testPauser{pausedCh: make(chan struct{})}
+	run := func(ctx context.Context) error {
+		if mode == "fail-on-pause" {
+			<-pauser.pausedCh
+			return errors.New("failing on purpose")
+		}
+		<-ctx.Done()
+		time.Sleep(delay)
+		if msg := os.Getenv(envRunError); msg != "" {
+			return errors.New(msg)
+		}
+		return nil
+	}
+	status := func() map[string]any {
+		if mode == "panic-status" {
+			panic("status on purpose")
+		}
+		return map[string]any{"mode": mode, "n": 42, "paused": pauser.paused.Load()}
+	}
+	ServeChild("testrole", run, status,
+		WithLogger(log), WithMetricsAddress("127.0.0.1:1234"), WithPauser(pauser))
+}
+
+// runTestHost starts a wait child without Pdeathsig, prints its pid on
+// stdout and waits to be killed: the test checks the child notices.
+func runTestHost() int {
+	cmd := testCommand("wait")
+	c := NewClient(cmd, os.Stderr, hclog.NewNullLogger())
+	if _, err := Dispense(c); err != nil {
+		fmt.Fprintln(os.Stderr, "host:", err)
+		return 1
+	}
+	fmt.Printf("%d\n", cmd.Process.Pid)
+	time.Sleep(time.Minute)
+	c.Kill()
+	return 0
+}
+
+// alive reports whether pid is a process that has not exited; a zombie
+// (exited, not yet reaped by whoever adopted it) counts as exited.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return false
+	}
+	return s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+func waitGone(t *testing.T, pid int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still alive after %s", pid, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

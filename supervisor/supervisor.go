@@ -1,0 +1,216 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/rpc"
+)
+
+// Options are what a Supervisor is built with.
+type Options struct {
+	// Logger receives the supervisor's logs; logs about a child carry its
+	// role under the key "child" (the key "role" names the process that
+	// logs). Default: discard.
+	Logger *slog.Logger
+	// Registerer receives the supervisor's metrics. Default: a fresh registry.
+	Registerer prometheus.Registerer
+	// Command builds the command of a role's child process. Default:
+	// the running executable with `<role> --config <configPath>`. The
+	// supervisor sets the command's Pdeathsig.
+	Command func(role string) *exec.Cmd
+	// Stderr receives the children's stderr, line by line, and go-plugin's
+	// warnings. Default: os.Stderr.
+	Stderr io.Writer
+}
+
+// Supervisor runs the roles as child processes; see the package doc.
+type Supervisor struct {
+	cfg       *config.Config
+	roles     []string
+	opts      Options
+	log       *slog.Logger
+	pluginLog hclog.Logger
+	metrics   *supervisorMetrics
+
+	mu       sync.Mutex
+	children map[string]*child // the running child of each role
+}
+
+// New returns a Supervisor of the three roles, configured by cfg, whose
+// children read their configuration from configPath.
+func New(cfg *config.Config, configPath string, opts Options) (*Supervisor, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = prometheus.NewRegistry()
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	if opts.Command == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find own executable: %w", err)
+		}
+		opts.Command = func(roleName string) *exec.Cmd {
+			return exec.Command(exe, roleName, "--config", configPath)
+		}
+	}
+	m, err := newMetrics(opts.Registerer, role.All)
+	if err != nil {
+		return nil, err
+	}
+	return &Supervisor{
+		cfg:   cfg,
+		roles: role.All,
+		opts:  opts,
+		log:   opts.Logger,
+		pluginLog: hclog.New(&hclog.LoggerOptions{
+			Name:       "go-plugin",
+			Output:     opts.Stderr,
+			Level:      hclog.Warn,
+			JSONFormat: true,
+		}),
+		metrics:  m,
+		children: map[string]*child{},
+	}, nil
+}
+
+// Run starts the roles and keeps them running until ctx ends, then drains
+// them within cfg.DrainTimeout() counted from ctx's end, kills any child
+// left at the deadline, and returns nil once no child is left.
+func (s *Supervisor) Run(ctx context.Context) error {
+	// One budget for the whole drain, fixed by the first role goroutine
+	// that sees ctx end; the others see it within microseconds.
+	drainDeadline := sync.OnceValue(func() time.Time {
+		s.log.Info("draining roles", "budget", s.cfg.DrainTimeout().String())
+		return time.Now().Add(s.cfg.DrainTimeout())
+	})
+	var g errgroup.Group
+	for _, r := range s.roles {
+		g.Go(func() error {
+			s.keep(ctx, r, drainDeadline)
+			return nil
+		})
+	}
+	err := g.Wait()
+	s.log.Info("all roles stopped")
+	return err
+}
+
+// keep runs one role's child, restarts it when it exits unexpectedly, and
+// drains it once ctx ends.
+func (s *Supervisor) keep(ctx context.Context, roleName string, drainDeadline func() time.Time) {
+	var b backoff
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		if attempt > 0 {
+			s.metrics.restarts.WithLabelValues(roleName).Inc()
+		}
+		var ran time.Duration
+		c, err := s.start(roleName)
+		if err != nil {
+			s.log.Error("start role", "child", roleName, "error", err)
+		} else {
+			s.setChild(roleName, c)
+			s.log.Info("role started", "child", roleName, "pid", c.pid)
+			exited := c.waitExit(ctx)
+			if !exited {
+				s.drain(c, drainDeadline())
+				s.setChild(roleName, nil)
+				return
+			}
+			// The process is gone and reaped; go-plugin's side of the
+			// connection ends with it.
+			ran = time.Since(c.started)
+			s.setChild(roleName, nil)
+			if ctx.Err() != nil {
+				s.log.Info("role exited while stopping", "child", roleName, "pid", c.pid, "exit", c.exitStatus())
+				return
+			}
+			s.log.Error("role exited", "child", roleName, "pid", c.pid, "ran", ran.Round(time.Millisecond).String(), "exit", c.exitStatus())
+		}
+		delay := b.delay(ran)
+		s.log.Info("restarting role", "child", roleName, "delay", delay.String())
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// drain stops a child in order within the deadline, then makes sure it is
+// gone.
+func (s *Supervisor) drain(c *child, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	log := s.log.With("child", c.name, "pid", c.pid)
+	start := time.Now()
+	// A drained child exits by itself, possibly before Drain's answer gets
+	// through; its exit code, not the answer, tells how the drain went.
+	drainErr := c.role.Drain(ctx)
+	if !c.waitExit(ctx) {
+		log.Warn("drain budget spent: killing role", "error", drainErr)
+		_ = c.cmd.Process.Kill()
+		c.client.Kill() // returns once the process is reaped
+		log.Warn("role killed", "exit", c.exitStatus())
+		return
+	}
+	took := time.Since(start).Round(time.Millisecond).String()
+	if c.cmd.ProcessState.Success() {
+		log.Info("role drained", "took", took)
+		return
+	}
+	log.Warn("role stopped with an error", "took", took, "exit", c.exitStatus(), "error", drainErr)
+}
+
+// Statuses asks every running child for its status, each within ctx. Roles
+// whose child is not running are absent; failed answers are joined in the
+// error.
+func (s *Supervisor) Statuses(ctx context.Context) (map[string]rpc.Status, error) {
+	s.mu.Lock()
+	children := make([]*child, 0, len(s.children))
+	for _, c := range s.children {
+		children = append(children, c)
+	}
+	s.mu.Unlock()
+	out := map[string]rpc.Status{}
+	var errs []error
+	for _, c := range children {
+		st, err := c.role.Status(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("status of %s: %w", c.name, err))
+			continue
+		}
+		out[c.name] = st
+	}
+	return out, errors.Join(errs...)
+}
+
+func (s *Supervisor) setChild(roleName string, c *child) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c == nil {
+		delete(s.children, roleName)
+		s.metrics.up.WithLabelValues(roleName).Set(0)
+		return
+	}
+	s.children[roleName] = c
+	s.metrics.up.WithLabelValues(roleName).Set(1)
+}
