@@ -1,0 +1,309 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/tables"
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// ageCheckInterval is how often idle segments are checked for their age:
+// every 30 seconds, or more often when segments may live shorter.
+func ageCheckInterval(maxAge time.Duration) time.Duration {
+	d := 30 * time.Second
+	if maxAge/4 < d {
+		d = maxAge / 4
+	}
+	if d < 100*time.Millisecond {
+		d = 100 * time.Millisecond
+	}
+	return d
+}
+
+// Consumer runs one Kafka consumer group per dataset and writes the WAL.
+type Consumer struct {
+	cfg  *config.Config
+	log  *slog.Logger
+	m    *metrics
+	opts []kgo.Opt // extra client options, for tests
+}
+
+// New builds a consumer for every dataset of cfg.
+func New(cfg *config.Config, opts role.Options) (*Consumer, error) {
+	opts = opts.Defaults()
+	return &Consumer{cfg: cfg, log: opts.Logger, m: newMetrics(opts.Registerer)}, nil
+}
+
+// Run recovers the WAL directory, then consumes until ctx is cancelled,
+// when it rotates every open segment, commits the offsets and leaves the
+// consumer groups. A WAL or offset-commit error is returned: it is fatal.
+func (c *Consumer) Run(ctx context.Context) error {
+	dir := c.cfg.Ingestion.WAL.Dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create wal dir: %w", err)
+	}
+	lock, err := walfile.AcquireLock(dir, role.Consumer)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	if err := walfile.RemoveTmp(dir); err != nil {
+		return err
+	}
+
+	// Setup and recovery are not interrupted by the drain signal half-way:
+	// they use a context that only a hard stop ends.
+	setup := context.WithoutCancel(ctx)
+	cat, err := tables.OpenCatalog(setup, c.cfg.Catalog)
+	if err != nil {
+		return err
+	}
+	var loops []*loop
+	for _, ds := range c.cfg.Datasets {
+		l, err := c.newLoop(setup, cat, ds)
+		if err != nil {
+			for _, l := range loops {
+				l.cl.Close()
+			}
+			return err
+		}
+		loops = append(loops, l)
+	}
+
+	g, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
+	for _, l := range loops {
+		g.Go(func() error { return l.run(ctx, gctx) })
+	}
+	return g.Wait()
+}
+
+// loop is the consumer of one dataset.
+type loop struct {
+	c  *Consumer
+	ds config.Dataset
+	cl *kgo.Client
+	w  *writer
+	// fatal holds an error raised inside a group callback.
+	fatal chan error
+}
+
+func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.Dataset) (*loop, error) {
+	tbl, err := tables.Load(ctx, cat, ds)
+	if err != nil {
+		return nil, err
+	}
+	l := &loop{c: c, ds: ds, fatal: make(chan error, 1)}
+	log := c.log.With("dataset", ds.Name)
+	spec := tbl.Spec()
+	w, err := newWriter(ds, c.cfg.Ingestion.WAL, tbl.Schema(), &spec, log, c.m, l.commit)
+	if err != nil {
+		return nil, err
+	}
+	l.w = w
+
+	start := kgo.NewOffset().AtStart()
+	if ds.StartOffset == "latest" {
+		start = kgo.NewOffset().AtEnd()
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.cfg.Kafka.Brokers...),
+		kgo.ClientID(c.cfg.Kafka.ClientID),
+		kgo.ConsumerGroup(ds.ConsumerGroup),
+		kgo.ConsumeTopics(ds.Topic),
+		kgo.ConsumeResetOffset(start),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		// A short heartbeat makes partitions move quickly between pods.
+		kgo.HeartbeatInterval(500 * time.Millisecond),
+		kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.OnPartitionsAssigned(l.assigned),
+		kgo.OnPartitionsRevoked(l.revoked),
+		kgo.OnPartitionsLost(l.lost),
+	}
+	opts = append(opts, c.opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: kafka client: %w", ds.Name, err)
+	}
+	l.cl = cl
+	// Recovery needs the committed offsets and the table, and must finish
+	// before this consumer writes anything.
+	if err := recoverDir(ctx, c.cfg.Ingestion.WAL.Dir, ds, cl, tbl, c.m, log); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// run polls until drain is cancelled (an orderly stop) or hard ends.
+func (l *loop) run(drain, hard context.Context) error {
+	log := l.c.log.With("dataset", l.ds.Name)
+	tick := ageCheckInterval(l.w.maxAge)
+	nextAge := time.Now().Add(tick)
+	for {
+		select {
+		case err := <-l.fatal:
+			l.cl.Close()
+			return err
+		default:
+		}
+		if drain.Err() != nil {
+			return l.release(hard, log)
+		}
+		pctx, cancel := context.WithTimeout(drain, tick)
+		fetches := l.cl.PollRecords(pctx, 5000)
+		cancel()
+		if fetches.IsClientClosed() {
+			return nil
+		}
+		if drain.Err() != nil {
+			// Records that arrive once the release started are not written:
+			// the next owner of the partition reads them from the committed
+			// offset.
+			return l.release(hard, log)
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				log.Warn("fetch", "topic", topic, "partition", p, "error", err)
+			}
+		})
+		var werr error
+		fetches.EachRecord(func(r *kgo.Record) {
+			if werr == nil {
+				werr = l.w.record(hard, r.Partition, r.Offset, r.Value)
+			}
+		})
+		if werr != nil {
+			l.cl.Close()
+			return fmt.Errorf("dataset %s: %w", l.ds.Name, werr)
+		}
+		if now := time.Now(); now.After(nextAge) {
+			nextAge = now.Add(tick)
+			if err := l.w.rotateAged(hard); err != nil {
+				l.cl.Close()
+				return fmt.Errorf("dataset %s: %w", l.ds.Name, err)
+			}
+		}
+		l.cl.AllowRebalance()
+	}
+}
+
+// release is drain step 1: rotate every open segment and commit the
+// offsets while the partitions are still ours, then leave the group so
+// Kafka hands the partitions to the other members at once.
+func (l *loop) release(ctx context.Context, log *slog.Logger) error {
+	err := l.w.rotate(ctx, nil, TriggerShutdown)
+	l.cl.AllowRebalance()
+	l.cl.Close() // leaves the group; revoke finds nothing left to rotate
+	if err != nil {
+		return fmt.Errorf("dataset %s: release: %w", l.ds.Name, err)
+	}
+	log.Info("partitions released", "dataset", l.ds.Name)
+	select {
+	case err := <-l.fatal:
+		return err
+	default:
+	}
+	return nil
+}
+
+// commit commits offsets synchronously, retrying transient errors. Errors
+// that mean the partitions are no longer ours are returned at once.
+func (l *loop) commit(ctx context.Context, topic string, offsets map[int32]int64) error {
+	req := map[string]map[int32]kgo.EpochOffset{topic: {}}
+	for p, o := range offsets {
+		req[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+	}
+	var last error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			l.c.m.commitFails.WithLabelValues(l.ds.Name).Inc()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+			}
+		}
+		var cerr error
+		l.cl.CommitOffsetsSync(ctx, req, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if e := kerr.ErrorForCode(p.ErrorCode); e != nil && cerr == nil {
+						cerr = fmt.Errorf("partition %d: %w", p.Partition, e)
+					}
+				}
+			}
+		})
+		if cerr == nil {
+			return nil
+		}
+		last = cerr
+		var ke *kerr.Error
+		if errors.As(cerr, &ke) && !ke.Retriable {
+			break
+		}
+	}
+	return last
+}
+
+func (l *loop) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	n := len(m[l.ds.Topic])
+	l.c.m.assigned.WithLabelValues(l.ds.Name).Add(float64(n))
+	l.c.log.Info("partitions assigned", "dataset", l.ds.Name, "topic", l.ds.Topic, "partitions", m[l.ds.Topic])
+}
+
+// revoked rotates and commits the partitions Kafka is taking away, before
+// the rebalance completes. It is also called with an empty map at the end
+// of each cooperative rebalance: a no-op then.
+func (l *loop) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
+	ps := m[l.ds.Topic]
+	if len(ps) == 0 {
+		return
+	}
+	l.c.m.assigned.WithLabelValues(l.ds.Name).Sub(float64(len(ps)))
+	if err := l.w.rotate(context.WithoutCancel(ctx), ps, TriggerRevoke); err != nil {
+		l.raise(fmt.Errorf("dataset %s: rotate revoked partitions %v: %w", l.ds.Name, ps, err))
+		return
+	}
+	l.w.forget(ps)
+	l.c.log.Info("partitions revoked", "dataset", l.ds.Name, "partitions", ps)
+}
+
+// lost drops what was written for partitions lost without a revoke (the
+// session expired): another member may already own them, so committing
+// would be wrong; the records are read again from the committed offset.
+func (l *loop) lost(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	ps := m[l.ds.Topic]
+	if len(ps) == 0 {
+		return
+	}
+	l.c.m.assigned.WithLabelValues(l.ds.Name).Sub(float64(len(ps)))
+	if err := l.w.discard(ps); err != nil {
+		l.raise(fmt.Errorf("dataset %s: discard lost partitions %v: %w", l.ds.Name, ps, err))
+	}
+	l.c.log.Warn("partitions lost", "dataset", l.ds.Name, "partitions", ps)
+}
+
+func (l *loop) raise(err error) {
+	select {
+	case l.fatal <- err:
+	default:
+	}
+}

@@ -1,0 +1,25 @@
+// Package consumer is steps 1 to 4 of the record path: it consumes each
+// dataset's Kafka topic with its own consumer group, decodes every JSON
+// record into the table's columns with the dataset's customMapping, appends
+// the row to an open WAL segment (one per Kafka partition and Iceberg
+// partition), rotates segments into ready_* files and then commits the
+// Kafka offset after them.
+//
+// Order matters for crash safety, and each step is written so that a crash
+// at any instruction is repaired by the recovery that runs at every start
+// (recovery.go):
+//
+//  1. rows go into active_* files, which recovery always deletes: their
+//     offsets were never committed, so Kafka delivers the rows again;
+//  2. rotation closes and fsyncs every segment of a Kafka partition, renames
+//     each to its ready_* name and fsyncs the directory;
+//  3. only then is the offset after the partition's last processed record
+//     committed. A crash between 2 and 3 leaves ready files whose offsets
+//     Kafka has not committed: recovery deletes them, Kafka delivers the
+//     rows again, and no row is written twice.
+//
+// A record that cannot be decoded is dropped and counted by reason; its
+// offset still advances with the partition. An error while writing the WAL
+// is fatal: Run returns it, the process exits and recovery runs at the next
+// start.
+package consumer

@@ -1,0 +1,59 @@
+package consumer
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the consumer's Prometheus metrics, labelled by dataset.
+type metrics struct {
+	records       *prometheus.CounterVec
+	dropped       *prometheus.CounterVec
+	rowsWritten   *prometheus.CounterVec
+	segmentsOpen  *prometheus.GaugeVec
+	rotated       *prometheus.CounterVec
+	bytesRotated  *prometheus.CounterVec
+	commits       *prometheus.CounterVec
+	commitFails   *prometheus.CounterVec
+	recovered     *prometheus.CounterVec
+	assigned      *prometheus.GaugeVec
+	lastRotateAge *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_records_total", Help: "Kafka records consumed.",
+		}, []string{"dataset"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_records_dropped_total", Help: "Records dropped because they could not be decoded, by reason.",
+		}, []string{"dataset", "reason"}),
+		rowsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_rows_written_total", Help: "Rows appended to WAL segments.",
+		}, []string{"dataset"}),
+		segmentsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_consumer_segments_open", Help: "Open active_* WAL segments.",
+		}, []string{"dataset"}),
+		rotated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_files_rotated_total", Help: "Segments rotated into ready_* files, by trigger.",
+		}, []string{"dataset", "trigger"}),
+		bytesRotated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_bytes_rotated_total", Help: "Bytes of the segments rotated into ready_* files.",
+		}, []string{"dataset"}),
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_offset_commits_total", Help: "Kafka offset commits after rotation.",
+		}, []string{"dataset"}),
+		commitFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_offset_commit_failures_total", Help: "Kafka offset commits that failed and were retried.",
+		}, []string{"dataset"}),
+		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_recovery_files_total", Help: "WAL files handled by the start-up recovery, by action.",
+		}, []string{"dataset", "action"}),
+		assigned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_consumer_partitions_assigned", Help: "Kafka partitions assigned to this consumer.",
+		}, []string{"dataset"}),
+		lastRotateAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_consumer_last_rotation_timestamp_seconds", Help: "Unix time of the last rotation.",
+		}, []string{"dataset"}),
+	}
+	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.segmentsOpen, m.rotated,
+		m.bytesRotated, m.commits, m.commitFails, m.recovered, m.assigned, m.lastRotateAge)
+	return m
+}

@@ -1,0 +1,126 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/tables"
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// Recovery actions, the values of the action label.
+const (
+	ActionDeleteActive      = "delete_active"
+	ActionDeleteUncommitted = "delete_uncommitted"
+	ActionDeleteInTable     = "delete_in_table"
+	ActionKeep              = "keep"
+)
+
+// OffsetInsideFileError is the state that cannot occur in correct
+// operation: Kafka's committed offset falls inside a ready file's range.
+// The consumer refuses to start.
+type OffsetInsideFileError struct {
+	File       string
+	Start, End int64
+	Committed  int64
+}
+
+func (e *OffsetInsideFileError) Error() string {
+	return fmt.Sprintf("wal file %s holds offsets %d-%d but the committed offset is %d, inside that range: "+
+		"the file and Kafka disagree, refusing to start (see docs/operations.md, \"refuses to start\")",
+		e.File, e.Start, e.End, e.Committed)
+}
+
+// recoverDir applies the start-up rules of the specification to the WAL
+// files of one dataset, comparing each with the offset Kafka has committed
+// for its partition and with the table:
+//
+//	active_*                                  delete: Kafka delivers the rows again
+//	ready_*, no commit or commit <= start     delete: the offset commit never landed
+//	ready_*, commit > end, not in the table   keep: the uploader and committer finish it
+//	ready_*, commit > end, in the table       delete the local copy only
+//	ready_*, start < commit <= end            refuse to start
+//
+// If the committed offsets cannot be read, it returns an error and the
+// consumer does not start.
+func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Client, tbl *table.Table, m *metrics, log *slog.Logger) error {
+	files, err := walfile.List(dir)
+	if err != nil {
+		return err
+	}
+	var mine []walfile.File
+	for _, f := range files {
+		if f.Topic == ds.Topic {
+			mine = append(mine, f)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	committed, err := kadm.NewClient(cl).FetchOffsets(ctx, ds.ConsumerGroup)
+	if err != nil {
+		return fmt.Errorf("recovery of dataset %s: read committed offsets of group %s: %w", ds.Name, ds.ConsumerGroup, err)
+	}
+	if err := committed.Error(); err != nil {
+		return fmt.Errorf("recovery of dataset %s: read committed offsets of group %s: %w", ds.Name, ds.ConsumerGroup, err)
+	}
+	inTable := tables.FilesInTable(tbl)
+
+	remove := func(f walfile.File, action string) error {
+		if err := walfile.Remove(f.Path); err != nil {
+			return fmt.Errorf("recovery: %w", err)
+		}
+		if f.State == walfile.Ready {
+			// The marker goes after its segment: a marker alone is ignored.
+			if err := walfile.Remove(filepath.Join(filepath.Dir(f.Path), f.As(walfile.Uploaded).String())); err != nil {
+				return fmt.Errorf("recovery: %w", err)
+			}
+		}
+		m.recovered.WithLabelValues(ds.Name, action).Inc()
+		log.Info("recovery", "action", action, "file", f.Name.String(), "topic", f.Topic, "partition", f.Partition)
+		return nil
+	}
+	var changed bool
+	for _, f := range mine {
+		switch f.State {
+		case walfile.Active:
+			if err := remove(f, ActionDeleteActive); err != nil {
+				return err
+			}
+			changed = true
+		case walfile.Ready:
+			off, ok := committed.Lookup(f.Topic, f.Partition)
+			at := int64(-1)
+			if ok && off.Err == nil {
+				at = off.At
+			}
+			switch {
+			case at <= f.Start:
+				if err := remove(f, ActionDeleteUncommitted); err != nil {
+					return err
+				}
+				changed = true
+			case at <= f.End:
+				return &OffsetInsideFileError{File: f.Name.String(), Start: f.Start, End: f.End, Committed: at}
+			case inTable[f.UUID]:
+				if err := remove(f, ActionDeleteInTable); err != nil {
+					return err
+				}
+				changed = true
+			default:
+				m.recovered.WithLabelValues(ds.Name, ActionKeep).Inc()
+			}
+		}
+	}
+	if changed {
+		return walfile.SyncDir(dir)
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package consumer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/google/uuid"
+
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// flushRows is the number of buffered rows turned into one Parquet row
+// group. Rows are buffered in Arrow builders and written as a row group
+// when this many have arrived, so memory per open segment stays bounded.
+const flushRows = 8192
+
+// flushBytes bounds the JSON payload bytes buffered per segment before a
+// row group is written, for wide rows.
+const flushBytes = 16 << 20
+
+// countingWriter counts the bytes written to the segment file, which is the
+// size rotation compares with ingestion.wal.maxFileSizeBytes.
+type countingWriter struct {
+	f *os.File
+	n int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+// segment is one open active_* Parquet file holding the rows of one Kafka
+// partition for one Iceberg partition.
+type segment struct {
+	name     walfile.Name
+	dir      string
+	opened   time.Time
+	first    int64 // first Kafka offset written
+	last     int64 // last Kafka offset written
+	rows     int64
+	pending  int   // rows in the builder, not yet in a row group
+	pendingB int64 // payload bytes of those rows
+
+	f  *os.File
+	cw *countingWriter
+	w  *pqarrow.FileWriter
+	b  *array.RecordBuilder
+}
+
+// writerProps are the Parquet settings of every segment: zstd, statistics
+// on (the committer builds the table's column metrics from the footer).
+func writerProps() *parquet.WriterProperties {
+	return parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompressionLevel(1),
+		parquet.WithStats(true),
+		parquet.WithMaxRowGroupLength(1<<20),
+		parquet.WithAllocator(memory.DefaultAllocator),
+	)
+}
+
+// openSegment creates a new active_* file for topic/partition with the
+// partition values stored in the footer's key-value metadata.
+func openSegment(dir, topic string, partition int32, schema *arrow.Schema, partitionJSON string, now time.Time) (*segment, error) {
+	n := walfile.Name{State: walfile.Active, Topic: topic, Partition: partition, UUID: uuid.New()}
+	path := filepath.Join(dir, n.String())
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open segment %s: %w", n, err)
+	}
+	cw := &countingWriter{f: f}
+	w, err := pqarrow.NewFileWriter(schema, cw, writerProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("open segment writer %s: %w", n, err)
+	}
+	if err := w.AppendKeyValueMetadata(walfile.MetaPartition, partitionJSON); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("segment %s: set partition metadata: %w", n, err)
+	}
+	return &segment{
+		name: n, dir: dir, opened: now, first: -1, last: -1,
+		f: f, cw: cw, w: w,
+		b: array.NewRecordBuilder(memory.DefaultAllocator, schema),
+	}, nil
+}
+
+// append adds one decoded row at the given Kafka offset.
+func (s *segment) append(row Row, offset int64, payloadBytes int) error {
+	AppendRow(s.b, row)
+	if s.first < 0 {
+		s.first = offset
+	}
+	s.last = offset
+	s.rows++
+	s.pending++
+	s.pendingB += int64(payloadBytes)
+	if s.pending >= flushRows || s.pendingB >= flushBytes {
+		return s.flush()
+	}
+	return nil
+}
+
+// flush writes the buffered rows as one row group.
+func (s *segment) flush() error {
+	if s.pending == 0 {
+		return nil
+	}
+	rec := s.b.NewRecordBatch()
+	defer rec.Release()
+	s.pending, s.pendingB = 0, 0
+	if err := s.w.Write(rec); err != nil {
+		return fmt.Errorf("write row group to %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// size estimates the file's size: the bytes written so far plus a quarter
+// of the JSON bytes still buffered (zstd Parquet is usually several times
+// smaller than the JSON it came from).
+func (s *segment) size() int64 {
+	return s.cw.n + s.pendingB/4
+}
+
+// finish writes the footer, fsyncs and closes the file, and renames it to
+// its ready_* name. The caller fsyncs the directory once for all segments
+// of the rotation before committing the offset.
+func (s *segment) finish() (walfile.Name, error) {
+	if err := s.flush(); err != nil {
+		return walfile.Name{}, err
+	}
+	s.b.Release()
+	if err := s.w.Close(); err != nil {
+		s.f.Close()
+		return walfile.Name{}, fmt.Errorf("close segment %s: %w", s.name, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		s.f.Close()
+		return walfile.Name{}, fmt.Errorf("sync segment %s: %w", s.name, err)
+	}
+	if err := s.f.Close(); err != nil {
+		return walfile.Name{}, fmt.Errorf("close segment file %s: %w", s.name, err)
+	}
+	ready := s.name
+	ready.State, ready.Start, ready.End = walfile.Ready, s.first, s.last
+	// A crash after this rename and before the offset commit leaves a
+	// ready file that recovery deletes, since Kafka delivers its rows again.
+	if err := os.Rename(filepath.Join(s.dir, s.name.String()), filepath.Join(s.dir, ready.String())); err != nil {
+		return walfile.Name{}, fmt.Errorf("rename segment %s: %w", s.name, err)
+	}
+	return ready, nil
+}
+
+// discard closes and deletes the active file without making it ready: its
+// rows will be delivered again by Kafka (a lost partition).
+func (s *segment) discard() error {
+	s.b.Release()
+	s.w.Close()
+	s.f.Close()
+	return walfile.Remove(filepath.Join(s.dir, s.name.String()))
+}

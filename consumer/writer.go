@@ -1,0 +1,310 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/tables"
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// Rotation triggers, the values of the trigger label.
+const (
+	TriggerSize     = "size"
+	TriggerAge      = "age"
+	TriggerCount    = "open_segments"
+	TriggerRevoke   = "revoke"
+	TriggerShutdown = "shutdown"
+)
+
+// commitFunc commits, for one topic, the offset of the next record to read
+// of each partition. It returns only when the broker acknowledged it.
+type commitFunc func(ctx context.Context, topic string, offsets map[int32]int64) error
+
+// writer turns one dataset's records into WAL segments and rotates them.
+// It knows nothing of Kafka but the offsets: the Kafka loop feeds it and
+// gives it the function that commits offsets.
+type writer struct {
+	ds      config.Dataset
+	dir     string
+	log     *slog.Logger
+	m       *metrics
+	dec     *Decoder
+	part    *partitioner
+	schema  *arrow.Schema
+	maxSize int64
+	maxAge  time.Duration
+	maxOpen int
+	now     func() time.Time
+	commit  commitFunc
+	drops   *dropLog
+
+	mu    sync.Mutex
+	parts map[int32]*partState
+}
+
+// partState is what the writer holds for one Kafka partition.
+type partState struct {
+	segs map[string]*segment // by partition key
+	// next is the offset after the last record processed, -1 if none yet.
+	next int64
+	// committed is the last offset committed by this writer, -1 if none.
+	committed int64
+	// since is when the first record not yet covered by a commit arrived.
+	since time.Time
+}
+
+func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *iceberg.PartitionSpec, log *slog.Logger, m *metrics, commit commitFunc) (*writer, error) {
+	dec, err := NewDecoder(schema, ds.CustomMapping)
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
+	}
+	part, err := newPartitioner(schema, spec)
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
+	}
+	as, err := ArrowSchema(schema)
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
+	}
+	return &writer{
+		ds: ds, dir: wal.Dir, log: log, m: m, dec: dec, part: part, schema: as,
+		maxSize: wal.MaxFileSizeBytes, maxAge: wal.MaxFileAge(), maxOpen: wal.MaxOpenSegmentsPerPartition,
+		now: time.Now, commit: commit, drops: newDropLog(log, time.Second),
+		parts: map[int32]*partState{},
+	}, nil
+}
+
+func (w *writer) state(p int32) *partState {
+	st := w.parts[p]
+	if st == nil {
+		st = &partState{segs: map[string]*segment{}, next: -1, committed: -1}
+		w.parts[p] = st
+	}
+	return st
+}
+
+// record processes one Kafka record: decode, append to its segment, and
+// rotate the partition when a size or count limit is reached. Only WAL
+// errors are returned; they are fatal.
+func (w *writer) record(ctx context.Context, partition int32, offset int64, payload []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.m.records.WithLabelValues(w.ds.Name).Inc()
+	st := w.state(partition)
+	if st.since.IsZero() {
+		st.since = w.now()
+	}
+	st.next = offset + 1
+
+	row, err := w.dec.Decode(payload)
+	var vals map[int]any
+	var key string
+	if err == nil {
+		vals, key, err = w.part.values(row)
+		if err != nil {
+			err = &DecodeError{Reason: ReasonConvert, Err: fmt.Errorf("partition value: %w", err)}
+		}
+	}
+	if err != nil {
+		reason := ReasonNotJSON
+		var de *DecodeError
+		if errors.As(err, &de) {
+			reason = de.Reason
+		}
+		w.m.dropped.WithLabelValues(w.ds.Name, reason).Inc()
+		w.drops.note(w.ds.Topic, partition, offset, reason, err)
+		return nil
+	}
+
+	seg := st.segs[key]
+	if seg == nil {
+		pj, err := tables.EncodePartition(vals)
+		if err != nil {
+			return fmt.Errorf("encode partition values: %w", err)
+		}
+		if seg, err = openSegment(w.dir, w.ds.Topic, partition, w.schema, pj, w.now()); err != nil {
+			return err
+		}
+		st.segs[key] = seg
+		w.m.segmentsOpen.WithLabelValues(w.ds.Name).Inc()
+	}
+	if err := seg.append(row, offset, len(payload)); err != nil {
+		return err
+	}
+	w.m.rowsWritten.WithLabelValues(w.ds.Name).Inc()
+
+	switch {
+	case seg.size() >= w.maxSize:
+		return w.rotateLocked(ctx, []int32{partition}, TriggerSize)
+	case len(st.segs) > w.maxOpen:
+		return w.rotateLocked(ctx, []int32{partition}, TriggerCount)
+	}
+	return nil
+}
+
+// rotateAged rotates every partition whose oldest segment, or oldest
+// uncommitted dropped record, has reached the maximum age.
+func (w *writer) rotateAged(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	var due []int32
+	for p, st := range w.parts {
+		if st.next > st.committed && !st.since.IsZero() && now.Sub(st.since) >= w.maxAge {
+			due = append(due, p)
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	return w.rotateLocked(ctx, due, TriggerAge)
+}
+
+// rotate rotates the given partitions (all when nil) and commits their
+// offsets.
+func (w *writer) rotate(ctx context.Context, partitions []int32, trigger string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if partitions == nil {
+		for p := range w.parts {
+			partitions = append(partitions, p)
+		}
+	}
+	return w.rotateLocked(ctx, partitions, trigger)
+}
+
+// rotateLocked closes every open segment of the partitions, makes them
+// ready_* files, fsyncs the directory and then commits the offset after
+// the last processed record of each partition. All the segments of one
+// partition rotate together because one committed offset covers them all.
+func (w *writer) rotateLocked(ctx context.Context, partitions []int32, trigger string) error {
+	sort.Slice(partitions, func(i, j int) bool { return partitions[i] < partitions[j] })
+	offsets := map[int32]int64{}
+	var renamed int
+	for _, p := range partitions {
+		st := w.parts[p]
+		if st == nil {
+			continue
+		}
+		for key, seg := range st.segs {
+			size := seg.cw.n
+			ready, err := seg.finish()
+			if err != nil {
+				return err
+			}
+			delete(st.segs, key)
+			renamed++
+			w.m.segmentsOpen.WithLabelValues(w.ds.Name).Dec()
+			w.m.rotated.WithLabelValues(w.ds.Name, trigger).Inc()
+			w.m.bytesRotated.WithLabelValues(w.ds.Name).Add(float64(size))
+			w.log.Debug("segment rotated", "dataset", w.ds.Name, "file", ready.String(), "trigger", trigger)
+		}
+		if st.next > st.committed {
+			offsets[p] = st.next
+		}
+	}
+	if renamed > 0 {
+		// The renames must be durable before the offset commit: once the
+		// commit lands, the ready files are the rows' only copy.
+		if err := walfile.SyncDir(w.dir); err != nil {
+			return err
+		}
+		w.m.lastRotateAge.WithLabelValues(w.ds.Name).Set(float64(w.now().Unix()))
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	// A crash here, after the renames and before the commit, leaves ready
+	// files with uncommitted offsets: recovery deletes them.
+	if err := w.commit(ctx, w.ds.Topic, offsets); err != nil {
+		return fmt.Errorf("commit offsets of %s after rotation: %w", w.ds.Topic, err)
+	}
+	w.m.commits.WithLabelValues(w.ds.Name).Inc()
+	for p, off := range offsets {
+		st := w.parts[p]
+		st.committed = off
+		st.since = time.Time{}
+	}
+	return nil
+}
+
+// discard drops the open segments of partitions that were lost without a
+// chance to commit: their records are delivered again to whoever owns the
+// partitions now.
+func (w *writer) discard(partitions []int32) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for _, p := range partitions {
+		st := w.parts[p]
+		if st == nil {
+			continue
+		}
+		for _, seg := range st.segs {
+			errs = append(errs, seg.discard())
+			w.m.segmentsOpen.WithLabelValues(w.ds.Name).Dec()
+		}
+		delete(w.parts, p)
+	}
+	return errors.Join(errs...)
+}
+
+// forget drops the state of partitions after they were rotated and revoked.
+func (w *writer) forget(partitions []int32) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range partitions {
+		if st := w.parts[p]; st != nil && len(st.segs) == 0 {
+			delete(w.parts, p)
+		}
+	}
+}
+
+// openSegments counts the open segments.
+func (w *writer) openSegments() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, st := range w.parts {
+		n += len(st.segs)
+	}
+	return n
+}
+
+// dropLog logs dropped records at most once per interval per reason, with
+// the number suppressed since the last line.
+type dropLog struct {
+	log      *slog.Logger
+	every    time.Duration
+	mu       sync.Mutex
+	last     map[string]time.Time
+	suppress map[string]int
+}
+
+func newDropLog(log *slog.Logger, every time.Duration) *dropLog {
+	return &dropLog{log: log, every: every, last: map[string]time.Time{}, suppress: map[string]int{}}
+}
+
+func (d *dropLog) note(topic string, partition int32, offset int64, reason string, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	if now.Sub(d.last[reason]) < d.every {
+		d.suppress[reason]++
+		return
+	}
+	d.log.Warn("record dropped", "topic", topic, "partition", partition, "offset", offset,
+		"reason", reason, "error", err.Error(), "suppressed", d.suppress[reason])
+	d.last[reason] = now
+	d.suppress[reason] = 0
+}
