@@ -1,0 +1,499 @@
+package committer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/tables"
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+const (
+	// maxAttempts bounds the commits of one batch in one interval when
+	// other writers keep changing the table first.
+	maxAttempts = 8
+	// jitterFraction is the most a process shifts the commit interval by.
+	jitterFraction = 0.05
+	// minPassTimeout bounds one pass over the datasets, so that a hung
+	// catalog call is abandoned (its outcome unknown) and retried.
+	minPassTimeout = time.Minute
+	// lockPoll is how often the drain checks the other roles' locks.
+	lockPoll = 50 * time.Millisecond
+)
+
+// Committer adds uploaded WAL segments to their tables; see the package doc.
+type Committer struct {
+	cfg      *config.Config
+	dir      string
+	log      *slog.Logger
+	metrics  *metrics
+	interval time.Duration
+
+	mu  sync.Mutex
+	cat catalog.Catalog // opened at the first pass that needs it
+	adm *kadm.Client
+
+	// beforeCommit, when set, runs before each catalog commit; tests use it
+	// to make another writer change the table at that moment.
+	beforeCommit func(ctx context.Context, dataset string, attempt int)
+}
+
+// New builds the committer of cfg's datasets. It connects to nothing yet.
+func New(cfg *config.Config, opts role.Options) (*Committer, error) {
+	opts = opts.Defaults()
+	if cfg.Ingestion.WAL.Dir == "" {
+		return nil, errors.New("committer: no WAL directory")
+	}
+	if cfg.CommitInterval() <= 0 {
+		return nil, fmt.Errorf("committer: commit interval %s is not positive", cfg.CommitInterval())
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range cfg.Datasets {
+		m.initDataset(d.Name)
+	}
+	host, _ := os.Hostname()
+	return &Committer{
+		cfg:      cfg,
+		dir:      cfg.Ingestion.WAL.Dir,
+		log:      opts.Logger.With("role", role.Committer),
+		metrics:  m,
+		interval: jittered(cfg.CommitInterval(), host+"/"+strconv.Itoa(os.Getpid())),
+	}, nil
+}
+
+// jittered shifts d by up to ±jitterFraction, by an amount fixed for one
+// process (a hash of seed), so that pods started together drift apart.
+func jittered(d time.Duration, seed string) time.Duration {
+	h := fnv.New64a()
+	h.Write([]byte(seed))
+	f := float64(h.Sum64()%2001)/1000 - 1 // in [-1, 1]
+	return time.Duration(float64(d) * (1 + f*jitterFraction))
+}
+
+// Interval returns the commit interval of this process, jitter included.
+func (c *Committer) Interval() time.Duration { return c.interval }
+
+// Run commits at every interval until ctx is cancelled, then drains: it
+// waits for the consumer and the uploader to finish, commits everything
+// uploaded and returns nil, all within the drain timeout.
+func (c *Committer) Run(ctx context.Context) error {
+	lock, err := walfile.AcquireLock(c.dir, role.Committer)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	closeKafka, err := c.connect()
+	if err != nil {
+		return err
+	}
+	defer closeKafka()
+	defer c.closeCatalog()
+
+	c.log.Info("committer started", "interval", c.interval.String(), "datasets", len(c.cfg.Datasets))
+	tick := time.NewTicker(c.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return c.drain(ctx)
+		case <-tick.C:
+			c.pass(ctx)
+		}
+	}
+}
+
+// connect creates the Kafka admin client that reads committed offsets; it
+// dials lazily, at the first request.
+func (c *Committer) connect() (func(), error) {
+	kcl, err := kgo.NewClient(
+		kgo.SeedBrokers(c.cfg.Kafka.Brokers...),
+		kgo.ClientID(c.cfg.Kafka.ClientID),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	c.adm = kadm.NewClient(kcl)
+	return kcl.Close, nil
+}
+
+// drain is the committer's shutdown step. The consumer rotates its segments
+// and commits their offsets, the uploader uploads them, and only then can
+// their files be committed: each holds its lock until it has finished, so
+// the committer waits for both locks to be free, then commits once. All of
+// it is bounded by the drain timeout counted from the cancellation; what
+// is left then is finished by the next start.
+func (c *Committer) drain(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), c.cfg.DrainTimeout())
+	defer cancel()
+	c.log.Info("committer draining: waiting for the consumer and the uploader")
+	for walfile.Held(c.dir, role.Consumer) || walfile.Held(c.dir, role.Uploader) {
+		select {
+		case <-ctx.Done():
+			c.log.Warn("drain timeout before the consumer and uploader finished; the next start commits the rest")
+			return nil
+		case <-time.After(lockPoll):
+		}
+	}
+	c.pass(ctx)
+	c.log.Info("committer drained")
+	return nil
+}
+
+// pass commits every dataset once. Datasets run side by side, so that one
+// dataset's slow or failing catalog does not hold up another's.
+func (c *Committer) pass(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, max(minPassTimeout, 3*c.interval))
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, d := range c.cfg.Datasets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.commitDataset(ctx, d)
+		}()
+	}
+	wg.Wait()
+}
+
+// catalog opens the catalog on first use; a failure is retried at the
+// next pass.
+func (c *Committer) catalog(ctx context.Context) (catalog.Catalog, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cat != nil {
+		return c.cat, nil
+	}
+	cat, err := tables.OpenCatalog(ctx, c.cfg.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	c.cat = cat
+	return cat, nil
+}
+
+func (c *Committer) closeCatalog() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.cat.(catalog.Closer); ok {
+		if err := cl.Close(); err != nil {
+			c.log.Warn("close catalog", "err", err)
+		}
+	}
+	c.cat = nil
+}
+
+// commitDataset adds the dataset's uploaded segments to its table in one
+// append and deletes their local files.
+func (c *Committer) commitDataset(ctx context.Context, d config.Dataset) {
+	log := c.log.With("dataset", d.Name, "topic", d.Topic)
+	fail := func(reason, msg string, err error) {
+		c.metrics.failures.WithLabelValues(d.Name, reason).Inc()
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return
+		}
+		log.Error(msg, "reason", reason, "err", err)
+	}
+	pending, err := c.collect(d)
+	if err != nil {
+		fail(reasonError, "list wal dir", err)
+		return
+	}
+	if len(pending) == 0 {
+		c.metrics.waiting.WithLabelValues(d.Name).Set(0)
+		return
+	}
+	cat, err := c.catalog(ctx)
+	if err != nil {
+		fail(reasonError, "open catalog", err)
+		return
+	}
+	tbl, err := tables.Load(ctx, cat, d)
+	if err != nil {
+		fail(reasonError, "load table", err)
+		return
+	}
+	pending = c.dropInTable(log, tbl, pending)
+	pending, err = c.offsetsCommitted(ctx, log, d, pending)
+	if err != nil {
+		fail(reasonError, "fetch committed offsets", err)
+		return
+	}
+	for attempt := 1; len(pending) > 0; attempt++ {
+		files, ids, rows, ok := c.dataFiles(log, tbl, pending)
+		if !ok && attempt == 1 {
+			// Some files could not be described; they stay on disk, the
+			// others go ahead.
+			c.metrics.failures.WithLabelValues(d.Name, reasonError).Inc()
+		}
+		if len(files) == 0 {
+			return
+		}
+		batch := pending[:0:0]
+		for _, s := range pending {
+			if ids[s.ready.UUID] {
+				batch = append(batch, s)
+			}
+		}
+		start := time.Now()
+		next, err := c.append(ctx, d, tbl, files, batch, attempt)
+		c.metrics.commitSeconds.Observe(time.Since(start).Seconds())
+		switch {
+		case err == nil:
+			c.metrics.commits.WithLabelValues(d.Name).Inc()
+			c.metrics.files.WithLabelValues(d.Name).Add(float64(len(batch)))
+			c.metrics.rows.WithLabelValues(d.Name).Add(float64(rows))
+			c.metrics.lastCommit.WithLabelValues(d.Name).SetToCurrentTime()
+			var snap int64
+			if s := next.CurrentSnapshot(); s != nil {
+				snap = s.SnapshotID
+			}
+			log.Info("committed", "files", len(batch), "rows", rows, "snapshot", snap,
+				"attempts", attempt, "duration_ms", time.Since(start).Milliseconds())
+			c.removeLocal(log, batch)
+			return
+		case errors.Is(err, errNotCommitted):
+			fail(reasonError, "prepare append", err)
+			return
+		case isConflict(err) && attempt < maxAttempts && ctx.Err() == nil:
+			c.metrics.failures.WithLabelValues(d.Name, reasonConflict).Inc()
+			log.Info("commit conflict, reloading the table", "attempt", attempt, "err", err)
+			if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
+				fail(reasonError, "reload table after a conflict", err)
+				return
+			}
+			// The reloaded table may hold some of the batch already:
+			// only a crash or an unknown outcome before could do that,
+			// but the check is what keeps an append exactly once.
+			pending = c.dropInTable(log, tbl, pending)
+			backoff(ctx, attempt)
+		case isConflict(err):
+			fail(reasonConflict, "commit conflicts persist; retrying at the next interval", err)
+			return
+		default:
+			// The catalog may have applied the append. Nothing is deleted:
+			// the next pass reloads the table, and FilesInTable tells
+			// whether these segments are in it.
+			fail(reasonUnknown, "commit outcome unknown; the next interval checks the table", err)
+			return
+		}
+	}
+}
+
+// errNotCommitted marks an error before the catalog commit: nothing changed.
+var errNotCommitted = errors.New("append not committed")
+
+// append adds files to tbl in one snapshot that records the batch's
+// segment UUIDs, and returns the table after the commit.
+func (c *Committer) append(ctx context.Context, d config.Dataset, tbl *table.Table, files []iceberg.DataFile, batch []*segment, attempt int) (*table.Table, error) {
+	ids := make([]uuid.UUID, len(batch))
+	for i, s := range batch {
+		ids[i] = s.ready.UUID
+	}
+	tx := tbl.NewTransaction()
+	// The duplicate check of AddDataFiles reads every manifest of the
+	// table; FilesInTable is the exact and cheap check instead.
+	if err := tx.AddDataFiles(ctx, files, tables.SnapshotProperties(d.Name, ids), table.WithoutDuplicateCheck()); err != nil {
+		return nil, fmt.Errorf("%w: add data files: %w", errNotCommitted, err)
+	}
+	if c.beforeCommit != nil {
+		c.beforeCommit(ctx, d.Name, attempt)
+	}
+	next, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("commit %d files to %s: %w", len(files), d.Table, err)
+	}
+	return next, nil
+}
+
+// isConflict reports whether err says another writer changed the table
+// first and nothing was committed, so that the append can be redone on the
+// reloaded table. The SQL catalog returns such conflicts as plain
+// requirement errors (`requirement failed: branch "main" has changed`, or
+// `... was created concurrently` for a table's first snapshot); it checks
+// requirements before it writes anything.
+func isConflict(err error) bool {
+	if errors.Is(err, table.ErrCommitFailed) {
+		return true
+	}
+	return strings.Contains(strings.ToLower(err.Error()), "requirement failed:")
+}
+
+func backoff(ctx context.Context, attempt int) {
+	d := time.Duration(attempt*attempt) * 20 * time.Millisecond
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// collect returns the dataset's ready segments that have their uploaded_
+// marker, in offset order, and deletes markers whose ready file is gone
+// (left by a crash between the two deletions after a commit).
+func (c *Committer) collect(d config.Dataset) ([]*segment, error) {
+	files, err := walfile.List(c.dir)
+	if err != nil {
+		return nil, err
+	}
+	ready := map[uuid.UUID]walfile.File{}
+	markers := map[uuid.UUID]walfile.File{}
+	for _, f := range files {
+		if f.Topic != d.Topic {
+			continue
+		}
+		switch f.State {
+		case walfile.Ready:
+			ready[f.UUID] = f
+		case walfile.Uploaded:
+			markers[f.UUID] = f
+		}
+	}
+	var pending []*segment
+	orphans := false
+	for id, m := range markers {
+		r, ok := ready[id]
+		if !ok {
+			if err := walfile.Remove(m.Path); err != nil {
+				return nil, err
+			}
+			orphans = true
+			continue
+		}
+		obj, err := walfile.ReadMarker(c.dir, r.Name)
+		if err != nil {
+			c.log.Warn("unreadable marker; the uploader writes it again", "dataset", d.Name, "file", m.Path, "err", err)
+			continue
+		}
+		pending = append(pending, &segment{ready: r, marker: m, object: obj})
+	}
+	if orphans {
+		if err := walfile.SyncDir(c.dir); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(pending, func(i, j int) bool {
+		a, b := pending[i].ready, pending[j].ready
+		if a.Partition != b.Partition {
+			return a.Partition < b.Partition
+		}
+		return a.Start < b.Start
+	})
+	return pending, nil
+}
+
+// dropInTable deletes the local files of segments the table already
+// records (their append landed, but the files outlived it) and returns the
+// others.
+func (c *Committer) dropInTable(log *slog.Logger, tbl *table.Table, pending []*segment) []*segment {
+	in := tables.FilesInTable(tbl)
+	var keep, done []*segment
+	for _, s := range pending {
+		if in[s.ready.UUID] {
+			done = append(done, s)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	if len(done) > 0 {
+		log.Info("segments already in the table; deleting the local copies", "files", len(done))
+		c.removeLocal(log, done)
+	}
+	return keep
+}
+
+// offsetsCommitted keeps the segments whose partition has a committed
+// offset of the dataset's group past the segment's last offset. The others
+// wait: their offset commit may never have landed, in which case Kafka
+// delivers their rows again and the consumer's recovery deletes them.
+func (c *Committer) offsetsCommitted(ctx context.Context, log *slog.Logger, d config.Dataset, pending []*segment) ([]*segment, error) {
+	if len(pending) == 0 {
+		c.metrics.waiting.WithLabelValues(d.Name).Set(0)
+		return nil, nil
+	}
+	offsets, err := c.adm.FetchOffsets(ctx, d.ConsumerGroup)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		// A group that never committed: no segment may go in.
+		offsets, err = kadm.OffsetResponses{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("group %s: %w", d.ConsumerGroup, err)
+	}
+	var keep []*segment
+	waiting := 0
+	for _, s := range pending {
+		o, ok := offsets.Lookup(d.Topic, s.ready.Partition)
+		if ok && o.Err == nil && o.At > s.ready.End {
+			keep = append(keep, s)
+			continue
+		}
+		waiting++
+		committed := int64(-1)
+		if ok {
+			committed = o.At
+		}
+		log.Warn("segment not added: no committed offset past it", "partition", s.ready.Partition,
+			"file", s.ready.Name.String(), "end", s.ready.End, "committed", committed)
+	}
+	c.metrics.waiting.WithLabelValues(d.Name).Set(float64(waiting))
+	return keep, nil
+}
+
+// dataFiles describes the segments for tbl. A segment that cannot be
+// described is logged and left out (ok is false); its files stay.
+func (c *Committer) dataFiles(log *slog.Logger, tbl *table.Table, pending []*segment) (files []iceberg.DataFile, ids map[uuid.UUID]bool, rows int64, ok bool) {
+	ids = map[uuid.UUID]bool{}
+	ok = true
+	for _, s := range pending {
+		df, err := s.dataFile(tbl)
+		if err != nil {
+			log.Error("segment left out of the append", "file", s.ready.Name.String(), "partition", s.ready.Partition, "err", err)
+			ok = false
+			continue
+		}
+		files = append(files, df)
+		ids[s.ready.UUID] = true
+		rows += s.footer.NumRows
+	}
+	return files, ids, rows, ok
+}
+
+// removeLocal deletes the segments' local files once their data is in the
+// table: the ready file first, then its marker, then an fsync of the
+// directory. Dying between the two deletions leaves a marker without its
+// ready file, which collect deletes; dying before either leaves both,
+// which dropInTable deletes.
+func (c *Committer) removeLocal(log *slog.Logger, segs []*segment) {
+	for _, s := range segs {
+		if err := walfile.Remove(s.ready.Path); err != nil {
+			log.Error("delete committed segment", "file", s.ready.Path, "err", err)
+			continue
+		}
+		if err := walfile.Remove(s.marker.Path); err != nil {
+			log.Error("delete marker of committed segment", "file", s.marker.Path, "err", err)
+		}
+	}
+	if err := walfile.SyncDir(c.dir); err != nil {
+		log.Error("sync wal dir after deletes", "err", err)
+	}
+}

@@ -1,0 +1,97 @@
+package committer
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icewal/ingestor/shared/tables"
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// segment is one uploaded WAL segment waiting for its append: the local
+// ready file, its uploaded_ marker, and (once read) the ready file's footer.
+type segment struct {
+	ready  walfile.File
+	marker walfile.File
+	object walfile.Marker
+	footer *metadata.FileMetaData
+}
+
+// readFooter reads the Parquet footer of the local ready file once.
+func (s *segment) readFooter() error {
+	if s.footer != nil {
+		return nil
+	}
+	r, err := file.OpenParquetFile(s.ready.Path, false)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", filepath.Base(s.ready.Path), err)
+	}
+	defer r.Close()
+	s.footer = r.MetaData()
+	return nil
+}
+
+// dataFile builds the Iceberg data file of s for tbl from the footer alone:
+// statistics from the column chunks, partition values from the footer key
+// walfile.MetaPartition, location and size from the marker.
+func (s *segment) dataFile(tbl *table.Table) (iceberg.DataFile, error) {
+	name := filepath.Base(s.ready.Path)
+	if err := s.readFooter(); err != nil {
+		return nil, err
+	}
+	if s.object.Object == "" || s.object.Size <= 0 {
+		return nil, fmt.Errorf("marker of %s: no object or size", name)
+	}
+	spec, values, err := partitionOf(tbl, s.footer)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	df, err := table.DataFileFromMetadata(table.DataFileArgs{
+		Schema:          tbl.Schema(),
+		Spec:            spec,
+		Format:          iceberg.ParquetFile,
+		Metadata:        s.footer,
+		FilePath:        s.object.Object,
+		FileSize:        s.object.Size,
+		Content:         iceberg.EntryContentData,
+		PartitionValues: values,
+		Properties:      tbl.Properties(),
+		FormatVersion:   tbl.Metadata().Version(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("data file of %s: %w", name, err)
+	}
+	return df, nil
+}
+
+// partitionOf decodes the footer's partition values for the table's
+// current spec, or, for a file the consumer wrote before the spec changed,
+// for the older spec whose fields they match.
+func partitionOf(tbl *table.Table, footer *metadata.FileMetaData) (iceberg.PartitionSpec, map[int]any, error) {
+	spec := tbl.Spec()
+	v := footer.KeyValueMetadata().FindValue(walfile.MetaPartition)
+	if v == nil {
+		if spec.NumFields() == 0 {
+			return spec, nil, nil
+		}
+		return spec, nil, fmt.Errorf("no %s in the footer of a file for partition spec %d", walfile.MetaPartition, spec.ID())
+	}
+	values, err := tables.DecodePartition(spec, tbl.Schema(), *v)
+	if err == nil {
+		return spec, values, nil
+	}
+	for _, old := range tbl.Metadata().PartitionSpecs() {
+		if old.ID() == spec.ID() {
+			continue
+		}
+		if vals, oerr := tables.DecodePartition(old, tbl.Schema(), *v); oerr == nil {
+			return old, vals, nil
+		}
+	}
+	return spec, nil, err
+}

@@ -1,0 +1,40 @@
+// Package committer is step 6 of the record path: it adds the uploaded WAL
+// segments to their Iceberg tables and then deletes the local copies.
+//
+// At each interval (ingestion.commitIntervalSeconds, shifted by up to ±5 %
+// per process so that pods do not commit together) the committer takes,
+// for each dataset, every ready_ segment that has its uploaded_ marker, and
+// adds them all to the dataset's table in one append. It never reads the
+// rows again: each Iceberg data file is built from the local segment's
+// Parquet footer (column statistics, and the partition values the consumer
+// recorded under walfile.MetaPartition), with the object location and size
+// from the marker.
+//
+// Exactly once. Each append records the UUIDs of the segments it adds in
+// its snapshot summary (tables.SnapshotProperties). Before each append the
+// committer reloads the table and drops from the batch every segment that a
+// kept snapshot already records (tables.FilesInTable): those landed before,
+// and only their local files go. So an append whose outcome is unknown (a
+// timeout, a catalog 5xx, a crash right after the commit) is never blindly
+// retried and never lost: the next interval's reload decides. A commit
+// conflict (another writer changed the table first) is retried at once on
+// the reloaded table, a bounded number of times.
+//
+// Offsets first. A segment is added only when Kafka holds a committed
+// offset of the dataset's consumer group for the segment's partition that
+// is past the segment's last offset. A ready file whose offset commit never
+// landed will be delivered by Kafka again; adding it would duplicate its
+// rows, so the committer leaves it for the consumer's recovery to delete
+// (metric ingestor_committer_files_waiting_offset_commit).
+//
+// Deletion order. Only after the append succeeded, the committer deletes
+// the ready file, then its marker, and fsyncs the directory. A crash in
+// between leaves either both files (the next pass finds the segment in the
+// table and deletes them) or a marker without its ready file (deleted as an
+// orphan at the next pass).
+//
+// Drain. When Run's context is cancelled the committer waits until neither
+// the consumer nor the uploader holds its lock on the WAL directory (they
+// rotate and upload everything first), then commits everything uploaded,
+// all within ingestion.drainTimeoutSeconds, and returns.
+package committer

@@ -1,0 +1,76 @@
+package committer
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Reasons of a failed commit, the values of the reason label.
+const (
+	reasonConflict = "conflict" // another writer changed the table first; retried
+	reasonUnknown  = "unknown"  // the catalog may or may not have applied the append
+	reasonError    = "error"    // nothing was committed: catalog, Kafka or file error
+)
+
+// metrics are the committer's Prometheus metrics.
+type metrics struct {
+	commits       *prometheus.CounterVec
+	failures      *prometheus.CounterVec
+	files         *prometheus.CounterVec
+	rows          *prometheus.CounterVec
+	lastCommit    *prometheus.GaugeVec
+	commitSeconds prometheus.Histogram
+	waiting       *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_commits_total",
+			Help: "Iceberg appends that succeeded.",
+		}, []string{"dataset"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_commit_failures_total",
+			Help: "Commit attempts that failed, by reason: conflict (retried), unknown (outcome unknown, decided at the next interval), error (nothing committed).",
+		}, []string{"dataset", "reason"}),
+		files: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_files_committed_total",
+			Help: "WAL segments added to tables.",
+		}, []string{"dataset"}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_rows_committed_total",
+			Help: "Rows added to tables.",
+		}, []string{"dataset"}),
+		lastCommit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_committer_last_commit_timestamp_seconds",
+			Help: "Unix time of the last successful append.",
+		}, []string{"dataset"}),
+		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ingestor_committer_commit_seconds",
+			Help:    "Duration of one catalog commit attempt.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
+		}),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_committer_files_waiting_offset_commit",
+			Help: "Uploaded segments not added because Kafka has no committed offset past them.",
+		}, []string{"dataset"}),
+	}
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register committer metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// initDataset makes every series of a dataset visible at zero.
+func (m *metrics) initDataset(name string) {
+	m.commits.WithLabelValues(name)
+	m.files.WithLabelValues(name)
+	m.rows.WithLabelValues(name)
+	m.waiting.WithLabelValues(name)
+	for _, r := range []string{reasonConflict, reasonUnknown, reasonError} {
+		m.failures.WithLabelValues(name, r)
+	}
+}
