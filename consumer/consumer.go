@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -38,13 +39,43 @@ type Consumer struct {
 	cfg  *config.Config
 	log  *slog.Logger
 	m    *metrics
+	gate *gate
 	opts []kgo.Opt // extra client options, for tests
+	// measure returns the WAL volume's use in percent; statfs by default.
+	measure func(dir string) (float64, error)
+	// volumeEvery is the time between two measurements.
+	volumeEvery time.Duration
 }
 
 // New builds a consumer for every dataset of cfg.
 func New(cfg *config.Config, opts role.Options) (*Consumer, error) {
 	opts = opts.Defaults()
-	return &Consumer{cfg: cfg, log: opts.Logger, m: newMetrics(opts.Registerer)}, nil
+	m := newMetrics(opts.Registerer)
+	return &Consumer{
+		cfg: cfg, log: opts.Logger, m: m,
+		gate:    newGate(opts.Logger, m, cfg.Ingestion.WAL.DiskHighWatermarkPct),
+		measure: volumeUsedPct, volumeEvery: volumeCheckInterval,
+	}, nil
+}
+
+// Pause stops fetching from Kafka until Resume, without leaving the
+// consumer groups; the supervisor calls it over the RPC channel.
+func (c *Consumer) Pause(context.Context) error {
+	c.gate.setManual(true)
+	return nil
+}
+
+// Resume undoes Pause; consumption stays paused while the WAL volume is
+// above its high watermark.
+func (c *Consumer) Resume(context.Context) error {
+	c.gate.setManual(false)
+	return nil
+}
+
+// releaseTimeout is the longest drain step 1 may take: a quarter of the
+// drain budget and never more than 10 seconds.
+func releaseTimeout(drain time.Duration) time.Duration {
+	return min(drain/4, 10*time.Second)
 }
 
 // Run recovers the WAL directory, then consumes until ctx is cancelled,
@@ -83,8 +114,15 @@ func (c *Consumer) Run(ctx context.Context) error {
 		loops = append(loops, l)
 	}
 
+	// The volume is measured until the consumer returns, also while it
+	// releases its partitions.
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWatch()
+	go c.gate.watch(watchCtx, dir, c.measure, c.volumeEvery)
+
 	g, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
 	for _, l := range loops {
+		c.gate.add(l)
 		g.Go(func() error { return l.run(ctx, gctx) })
 	}
 	return g.Wait()
@@ -181,9 +219,15 @@ func (l *loop) run(drain, hard context.Context) error {
 			}
 		})
 		var werr error
-		fetches.EachRecord(func(r *kgo.Record) {
-			if werr == nil {
-				werr = l.w.record(hard, r.Partition, r.Offset, r.Value)
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				if werr == nil {
+					werr = l.w.record(hard, r.Partition, r.Offset, r.Value)
+				}
+			}
+			if n := len(p.Records); n > 0 {
+				lag := p.HighWatermark - p.Records[n-1].Offset - 1
+				l.c.m.lag.WithLabelValues(l.ds.Name, strconv.Itoa(int(p.Partition))).Set(float64(max(lag, 0)))
 			}
 		})
 		if werr != nil {
@@ -203,8 +247,12 @@ func (l *loop) run(drain, hard context.Context) error {
 
 // release is drain step 1: rotate every open segment and commit the
 // offsets while the partitions are still ours, then leave the group so
-// Kafka hands the partitions to the other members at once.
+// Kafka hands the partitions to the other members at once. The step is
+// bounded by releaseTimeout; if the offset commit has not landed by then,
+// the ready files stay and the next start's recovery decides about them.
 func (l *loop) release(ctx context.Context, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout(l.c.cfg.DrainTimeout()))
+	defer cancel()
 	err := l.w.rotate(ctx, nil, TriggerShutdown)
 	l.cl.AllowRebalance()
 	l.cl.Close() // leaves the group; revoke finds nothing left to rotate

@@ -15,6 +15,10 @@ type metrics struct {
 	recovered     *prometheus.CounterVec
 	assigned      *prometheus.GaugeVec
 	lastRotateAge *prometheus.GaugeVec
+	volumeUsed    prometheus.Gauge
+	paused        *prometheus.GaugeVec
+	pausedSeconds prometheus.Counter
+	lag           *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -52,8 +56,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		lastRotateAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ingestor_consumer_last_rotation_timestamp_seconds", Help: "Unix time of the last rotation.",
 		}, []string{"dataset"}),
+		volumeUsed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ingestor_consumer_wal_volume_used_ratio", Help: "How full the WAL volume is, 0 to 1, measured every 5 s.",
+		}),
+		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_consumer_paused", Help: "1 while the dataset's Kafka consumer is paused (backpressure or supervisor).",
+		}, []string{"dataset"}),
+		pausedSeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ingestor_consumer_paused_seconds_total", Help: "Time spent with consumption paused.",
+		}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_consumer_lag_records", Help: "Records between the last one consumed and the partition's high watermark, as of the last fetch.",
+		}, []string{"dataset", "partition"}),
 	}
 	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.segmentsOpen, m.rotated,
-		m.bytesRotated, m.commits, m.commitFails, m.recovered, m.assigned, m.lastRotateAge)
+		m.bytesRotated, m.commits, m.commitFails, m.recovered, m.assigned, m.lastRotateAge,
+		m.volumeUsed, m.paused, m.pausedSeconds, m.lag)
 	return m
 }

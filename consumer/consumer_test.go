@@ -1,0 +1,222 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/role"
+)
+
+// runEnv runs a whole Consumer against a kfake broker and a SQLite catalog.
+type runEnv struct {
+	cfg     *config.Config
+	cluster *kfake.Cluster
+	reg     *prometheus.Registry
+	c       *Consumer
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func startConsumer(t *testing.T, setup func(*Consumer)) *runEnv {
+	t.Helper()
+	const topic = "clicks_v1"
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	dir := t.TempDir()
+	doc := fmt.Sprintf(`
+ingestion:
+  wal: {dir: %q, maxFileAgeMinutes: 0.01}
+  drainTimeoutSeconds: 20
+kafka: {brokers: [%q]}
+catalog: {name: t, type: sql, uri: "file:%s", sql.driver: sqlite, sql.dialect: sqlite, warehouse: "file://%s"}
+datasets:
+  - name: clicks
+    topic: %s
+    table: web.clicks
+    customMapping: {event_id: id, tenant: meta.tenant, ts: meta.ts}
+    create:
+      columns:
+        - {name: event_id, type: string, required: true}
+        - {name: tenant, type: string}
+        - {name: ts, type: timestamptz, required: true}
+      partition: [{column: tenant, transform: identity}]
+`, filepath.Join(dir, "wal"), cluster.ListenAddrs()[0], filepath.Join(dir, "cat.db"), filepath.Join(dir, "wh"), topic)
+	cfg, err := config.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	c, err := New(cfg, role.Options{Registerer: reg, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(c)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &runEnv{cfg: cfg, cluster: cluster, reg: reg, c: c, cancel: cancel, done: make(chan error, 1)}
+	go func() { e.done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-e.done:
+		case <-time.After(30 * time.Second):
+			t.Error("consumer did not stop")
+		}
+	})
+	return e
+}
+
+func (e *runEnv) produce(t *testing.T, from, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.cluster.ListenAddrs()...), kgo.DefaultProduceTopic("clicks_v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := from; i < from+n; i++ {
+		cl.Produce(context.Background(), &kgo.Record{Value: event(i, []string{"a", "b", "c"}[i%3])}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *runEnv) consumed() float64 {
+	return testutil.ToFloat64(e.c.m.records.WithLabelValues("clicks"))
+}
+
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// committed reads the group's committed offsets through the Kafka protocol.
+func (e *runEnv) committed(t *testing.T) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.cluster.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), "ingestor-clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+	return total
+}
+
+func TestConsumerWritesReadyFilesAndCommitsOffsets(t *testing.T) {
+	e := startConsumer(t, nil)
+	e.produce(t, 0, 300)
+	waitFor(t, "300 records consumed", 20*time.Second, func() bool { return e.consumed() == 300 })
+	// Age rotation (0.6 s here) makes every segment ready and commits the
+	// offsets of both partitions: 300 records in all.
+	waitFor(t, "offsets committed", 20*time.Second, func() bool { return e.committed(t) == 300 })
+	var rows int64
+	for _, f := range readyFiles(t, e.cfg.Ingestion.WAL.Dir) {
+		checkSegmentFile(t, f)
+		r, err := file.OpenParquetFile(f.Path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows += r.NumRows()
+		r.Close()
+	}
+	if rows != 300 {
+		t.Fatalf("ready files hold %d rows, want the 300 produced", rows)
+	}
+}
+
+func TestConsumerPausesAboveHighWatermark(t *testing.T) {
+	var mu sync.Mutex
+	used := 10.0
+	e := startConsumer(t, func(c *Consumer) {
+		c.volumeEvery = 20 * time.Millisecond
+		c.measure = func(string) (float64, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return used, nil
+		}
+	})
+	setUsed := func(v float64) {
+		mu.Lock()
+		used = v
+		mu.Unlock()
+	}
+	paused := func() float64 { return testutil.ToFloat64(e.c.m.paused.WithLabelValues("clicks")) }
+
+	e.produce(t, 0, 100)
+	waitFor(t, "first records consumed", 20*time.Second, func() bool { return e.consumed() == 100 })
+
+	setUsed(80) // at the watermark (the default, 80 %): pause
+	waitFor(t, "paused", 5*time.Second, func() bool { return paused() == 1 })
+	time.Sleep(700 * time.Millisecond) // a fetch in flight may still land
+	before := e.consumed()
+	e.produce(t, 100, 100)
+	time.Sleep(2 * time.Second)
+	if got := e.consumed(); got != before {
+		t.Fatalf("consumed %v records while paused (had %v)", got-before, before)
+	}
+
+	setUsed(76) // under the watermark but not 5 points under: stay paused
+	time.Sleep(300 * time.Millisecond)
+	if paused() != 1 {
+		t.Fatal("resumed less than 5 points under the watermark")
+	}
+	setUsed(74.9)
+	waitFor(t, "resumed", 5*time.Second, func() bool { return paused() == 0 })
+	waitFor(t, "records held in Kafka consumed after resume", 20*time.Second, func() bool { return e.consumed() == 200 })
+	if v := testutil.ToFloat64(e.c.m.volumeUsed); v < 0.74 || v > 0.75 {
+		t.Fatalf("wal volume gauge = %v, want 0.749", v)
+	}
+
+	// The supervisor's pause holds even with room on the volume.
+	if err := e.c.Pause(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if paused() != 1 {
+		t.Fatal("Pause did not pause")
+	}
+	if err := e.c.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if paused() != 0 {
+		t.Fatal("Resume did not resume")
+	}
+}
+
+func TestReleaseTimeout(t *testing.T) {
+	for _, tc := range []struct{ drain, want time.Duration }{
+		{96 * time.Second, 10 * time.Second},
+		{20 * time.Second, 5 * time.Second},
+		{2 * time.Second, 500 * time.Millisecond},
+	} {
+		if got := releaseTimeout(tc.drain); got != tc.want {
+			t.Errorf("releaseTimeout(%s) = %s, want %s", tc.drain, got, tc.want)
+		}
+	}
+}
