@@ -1,0 +1,94 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/icewal/ingestor/shared/storage/azure"
+	"github.com/icewal/ingestor/shared/storage/file"
+)
+
+// ErrNotFound is what a Get of a missing object wraps. It is fs.ErrNotExist,
+// so the leaf packages need not import this one.
+var ErrNotFound = fs.ErrNotExist
+
+// Store reads and writes whole objects by location.
+type Store interface {
+	// Put stores size bytes read from r at location, replacing any object
+	// of that name whole.
+	Put(ctx context.Context, location string, r io.Reader, size int64) error
+	// Get opens the object at location; a missing object wraps ErrNotFound.
+	Get(ctx context.Context, location string) (io.ReadCloser, error)
+	// Delete removes the object at location; a missing object is not an error.
+	Delete(ctx context.Context, location string) error
+}
+
+// Open returns a Store for every location scheme the ingestor writes to,
+// with Azure credentials from the catalog properties props. Nothing is
+// dialled until the first request.
+func Open(props map[string]string) Store {
+	return &router{file: file.New(), azure: azure.New(props)}
+}
+
+// Join appends path elements to a location with single slashes.
+func Join(location string, elem ...string) string {
+	out := strings.TrimRight(location, "/")
+	for _, e := range elem {
+		out += "/" + strings.Trim(e, "/")
+	}
+	return out
+}
+
+// router sends each location to the backend of its scheme.
+type router struct {
+	file  *file.Store
+	azure *azure.Store
+}
+
+func (r *router) backend(location string) (Store, error) {
+	if strings.HasPrefix(location, "/") {
+		return r.file, nil
+	}
+	scheme, _, ok := strings.Cut(location, "://")
+	if !ok {
+		return nil, fmt.Errorf("location %q: want a URI such as file:///path or abfs://container@account.dfs.core.windows.net/path", location)
+	}
+	switch strings.ToLower(scheme) {
+	case "file":
+		return r.file, nil
+	case "abfs", "abfss", "wasb", "wasbs":
+		return r.azure, nil
+	}
+	return nil, fmt.Errorf("location %q: unsupported storage scheme %q (supported: file, abfs, abfss, wasb, wasbs)", location, scheme)
+}
+
+func (r *router) Put(ctx context.Context, location string, rd io.Reader, size int64) error {
+	b, err := r.backend(location)
+	if err != nil {
+		return err
+	}
+	return b.Put(ctx, location, rd, size)
+}
+
+func (r *router) Get(ctx context.Context, location string) (io.ReadCloser, error) {
+	b, err := r.backend(location)
+	if err != nil {
+		return nil, err
+	}
+	return b.Get(ctx, location)
+}
+
+func (r *router) Delete(ctx context.Context, location string) error {
+	b, err := r.backend(location)
+	if err != nil {
+		return err
+	}
+	return b.Delete(ctx, location)
+}
+
+// CloseIdleConnections closes the idle HTTP connections of the Azure
+// backend. The store stays usable.
+func (r *router) CloseIdleConnections() { r.azure.CloseIdleConnections() }
