@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/kafkaclient"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/tables"
 	"github.com/icewal/ingestor/shared/walfile"
@@ -127,10 +128,11 @@ func (c *Committer) Run(ctx context.Context) error {
 // connect creates the Kafka admin client that reads committed offsets; it
 // dials lazily, at the first request.
 func (c *Committer) connect() (func(), error) {
-	kcl, err := kgo.NewClient(
-		kgo.SeedBrokers(c.cfg.Kafka.Brokers...),
-		kgo.ClientID(c.cfg.Kafka.ClientID),
-	)
+	opts, err := kafkaclient.Opts(c.cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	kcl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}

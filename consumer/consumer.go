@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/kafkaclient"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/tables"
 	"github.com/icewal/ingestor/shared/walfile"
@@ -156,21 +157,23 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	if ds.StartOffset == "latest" {
 		start = kgo.NewOffset().AtEnd()
 	}
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(c.cfg.Kafka.Brokers...),
-		kgo.ClientID(c.cfg.Kafka.ClientID),
+	opts, err := kafkaclient.Opts(c.cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
 		kgo.ConsumerGroup(ds.ConsumerGroup),
 		kgo.ConsumeTopics(ds.Topic),
 		kgo.ConsumeResetOffset(start),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		// A short heartbeat makes partitions move quickly between pods.
-		kgo.HeartbeatInterval(500 * time.Millisecond),
-		kgo.FetchMaxWait(500 * time.Millisecond),
+		kgo.HeartbeatInterval(500*time.Millisecond),
+		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.OnPartitionsAssigned(l.assigned),
 		kgo.OnPartitionsRevoked(l.revoked),
 		kgo.OnPartitionsLost(l.lost),
-	}
+	)
 	opts = append(opts, c.opts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

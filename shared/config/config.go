@@ -60,6 +60,34 @@ type Kafka struct {
 	Brokers []string `yaml:"brokers"`
 	// ClientID is the Kafka client id; it defaults to "ingestor".
 	ClientID string `yaml:"clientId"`
+	// TLS, when set, encrypts the connections to the brokers.
+	TLS *KafkaTLS `yaml:"tls"`
+	// SASL, when set, authenticates to the brokers.
+	SASL *KafkaSASL `yaml:"sasl"`
+}
+
+// KafkaTLS configures TLS to the brokers.
+type KafkaTLS struct {
+	// CAFile is a PEM bundle of the CAs that sign the brokers' certificates;
+	// the system pool when empty.
+	CAFile string `yaml:"caFile"`
+	// CertFile and KeyFile are the client certificate and key (PEM) for
+	// mutual TLS; both or neither.
+	CertFile string `yaml:"certFile"`
+	KeyFile  string `yaml:"keyFile"`
+	// ServerName overrides the name checked in the brokers' certificates.
+	ServerName string `yaml:"serverName"`
+}
+
+// KafkaSASL configures SASL authentication to the brokers.
+type KafkaSASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER.
+	Mechanism string `yaml:"mechanism"`
+	// Username and Password for PLAIN and SCRAM.
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	// Token is the bearer token for OAUTHBEARER.
+	Token string `yaml:"token"`
 }
 
 // Catalog is the Iceberg catalog: a name and the iceberg-go catalog

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,5 +129,55 @@ func TestParseRefusesRecursiveAlias(t *testing.T) {
 	doc := strings.Replace(example, "customMapping: {event_id: id, tenant: meta.tenant, ts: meta.ts, country: geo.country}", "customMapping: &m {a: *m}", 1)
 	if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), "datasets[0].customMapping.a: YAML aliases are not supported") {
 		t.Fatalf("Parse error = %v", err)
+	}
+}
+
+func TestSecretsFromEnvAndFile(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	os.WriteFile(keyFile, []byte("file-s3cret\n"), 0o600)
+	t.Setenv("INGESTOR_TEST_PASSWORD", "env-s3cret")
+	doc := strings.Replace(example, "kafka: {brokers: [127.0.0.1:9092]}",
+		"kafka: {brokers: [127.0.0.1:9092], sasl: {mechanism: SCRAM-SHA-512, username: ingestor, password: '${env:INGESTOR_TEST_PASSWORD}'}}", 1)
+	doc = strings.Replace(doc, "warehouse: \"file:///tmp/demo/warehouse\"",
+		"warehouse: \"file:///tmp/demo/warehouse\", adls.auth.shared-key.account.key: '${file:"+keyFile+"}'", 1)
+	c, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kafka.SASL.Password != "env-s3cret" {
+		t.Errorf("password = %q", c.Kafka.SASL.Password)
+	}
+	if got := c.Catalog.Properties["adls.auth.shared-key.account.key"]; got != "file-s3cret" {
+		t.Errorf("account key = %q", got)
+	}
+
+	missing := strings.Replace(doc, "INGESTOR_TEST_PASSWORD", "INGESTOR_TEST_UNSET_VAR", 1)
+	_, err = Parse([]byte(missing))
+	if err == nil || !strings.Contains(err.Error(), "kafka.sasl.password: environment variable INGESTOR_TEST_UNSET_VAR is not set") {
+		t.Fatalf("error = %v", err)
+	}
+	noFile := strings.Replace(doc, keyFile, filepath.Join(dir, "absent"), 1)
+	_, err = Parse([]byte(noFile))
+	if err == nil || !strings.Contains(err.Error(), "catalog.adls.auth.shared-key.account.key: read secret file") {
+		t.Fatalf("error = %v", err)
+	}
+	if strings.Contains(fmt.Sprint(err), "s3cret") {
+		t.Fatalf("error shows a secret: %v", err)
+	}
+}
+
+func TestKafkaSecurityValidation(t *testing.T) {
+	for _, tc := range []struct{ kafka, want string }{
+		{"{brokers: [a:1], sasl: {mechanism: GSSAPI}}", "kafka.sasl.mechanism: want PLAIN"},
+		{"{brokers: [a:1], sasl: {mechanism: PLAIN, username: u}}", "kafka.sasl: PLAIN needs username and password"},
+		{"{brokers: [a:1], sasl: {mechanism: OAUTHBEARER}}", "kafka.sasl.token: required"},
+		{"{brokers: [a:1], tls: {certFile: c.pem}}", "kafka.tls: certFile and keyFile go together"},
+		{"{brokers: [a:1], tls: {caFile: ca.pem, verify: false}}", "kafka.tls.verify: unknown key"},
+	} {
+		doc := strings.Replace(example, "kafka: {brokers: [127.0.0.1:9092]}", "kafka: "+tc.kafka, 1)
+		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("kafka %s: error = %v, want %q", tc.kafka, err, tc.want)
+		}
 	}
 }

@@ -123,7 +123,12 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, errs *[]error) {
 			fail("want a string, got " + describe(n))
 			return
 		}
-		v.SetString(n.Value)
+		s, err := expand(n.Value)
+		if err != nil {
+			fail(err.Error())
+			return
+		}
+		v.SetString(s)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(n.Value)
 		if n.Kind != yaml.ScalarNode || err != nil {
@@ -164,11 +169,16 @@ func decodeCatalog(n *yaml.Node, c *Catalog, path string, errs *[]error) {
 			*errs = append(*errs, &KeyError{Key: join(path, key), Problem: "want a string, got " + describe(val)})
 			continue
 		}
-		if key == "name" {
-			c.Name = val.Value
+		s, err := expand(val.Value)
+		if err != nil {
+			*errs = append(*errs, &KeyError{Key: join(path, key), Problem: err.Error()})
 			continue
 		}
-		c.Properties[key] = val.Value
+		if key == "name" {
+			c.Name = s
+			continue
+		}
+		c.Properties[key] = s
 	}
 }
 
@@ -222,6 +232,23 @@ func (c *Config) Validate() error {
 	}
 	if p := in.WAL.DiskHighWatermarkPct; p <= 5 || p > 100 {
 		bad("ingestion.wal.diskHighWatermarkPct", "must be above 5 and at most 100, got %v", p)
+	}
+	if t := c.Kafka.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		bad("kafka.tls", "certFile and keyFile go together: set both or neither")
+	}
+	if s := c.Kafka.SASL; s != nil {
+		switch s.Mechanism {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+			if s.Username == "" || s.Password == "" {
+				bad("kafka.sasl", "%s needs username and password", s.Mechanism)
+			}
+		case "OAUTHBEARER":
+			if s.Token == "" {
+				bad("kafka.sasl.token", "required for OAUTHBEARER")
+			}
+		default:
+			bad("kafka.sasl.mechanism", "want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER, got %q", s.Mechanism)
+		}
 	}
 	if len(c.Kafka.Brokers) == 0 {
 		bad("kafka.brokers", "required: list at least one host:port")
