@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/failpoint"
 	"github.com/icewal/ingestor/shared/kafkaclient"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/tables"
@@ -56,6 +57,8 @@ type Committer struct {
 	// beforeCommit, when set, runs before each catalog commit; tests use it
 	// to make another writer change the table at that moment.
 	beforeCommit func(ctx context.Context, dataset string, attempt int)
+
+	lastErrors commitErrors // the last failure of each dataset, for Status
 }
 
 // New builds the committer of cfg's datasets. It connects to nothing yet.
@@ -216,6 +219,7 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset) {
 			return
 		}
 		log.Error(msg, "reason", reason, "err", err)
+		c.noteFailure(d.Name, reason, msg, err)
 	}
 	pending, err := c.collect(d)
 	if err != nil {
@@ -236,7 +240,10 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset) {
 		fail(reasonError, "load table", err)
 		return
 	}
-	pending = c.dropInTable(log, tbl, pending)
+	if pending, err = c.dropInTable(ctx, log, tbl, pending); err != nil {
+		fail(reasonError, "check which segments the table holds", err)
+		return
+	}
 	pending, err = c.offsetsCommitted(ctx, log, d, pending)
 	if err != nil {
 		fail(reasonError, "fetch committed offsets", err)
@@ -263,6 +270,7 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset) {
 		c.metrics.commitSeconds.Observe(time.Since(start).Seconds())
 		switch {
 		case err == nil:
+			failpoint.Hit(failpoint.CommitterAfterAppend)
 			c.metrics.commits.WithLabelValues(d.Name).Inc()
 			c.metrics.files.WithLabelValues(d.Name).Add(float64(len(batch)))
 			c.metrics.rows.WithLabelValues(d.Name).Add(float64(rows))
@@ -274,6 +282,7 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset) {
 			log.Info("committed", "files", len(batch), "rows", rows, "snapshot", snap,
 				"attempts", attempt, "duration_ms", time.Since(start).Milliseconds())
 			c.removeLocal(log, batch)
+			failpoint.Hit(failpoint.CommitterAfterDataset)
 			return
 		case errors.Is(err, errNotCommitted):
 			fail(reasonError, "prepare append", err)
@@ -288,14 +297,17 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset) {
 			// The reloaded table may hold some of the batch already:
 			// only a crash or an unknown outcome before could do that,
 			// but the check is what keeps an append exactly once.
-			pending = c.dropInTable(log, tbl, pending)
+			if pending, err = c.dropInTable(ctx, log, tbl, pending); err != nil {
+				fail(reasonError, "check which segments the reloaded table holds", err)
+				return
+			}
 			backoff(ctx, attempt)
 		case isConflict(err):
 			fail(reasonConflict, "commit conflicts persist; retrying at the next interval", err)
 			return
 		default:
 			// The catalog may have applied the append. Nothing is deleted:
-			// the next pass reloads the table, and FilesInTable tells
+			// the next pass reloads the table, and SegmentsInTable tells
 			// whether these segments are in it.
 			fail(reasonUnknown, "commit outcome unknown; the next interval checks the table", err)
 			return
@@ -315,7 +327,7 @@ func (c *Committer) append(ctx context.Context, d config.Dataset, tbl *table.Tab
 	}
 	tx := tbl.NewTransaction()
 	// The duplicate check of AddDataFiles reads every manifest of the
-	// table; FilesInTable is the exact and cheap check instead.
+	// table; SegmentsInTable is the exact and cheap check instead.
 	if err := tx.AddDataFiles(ctx, files, tables.SnapshotProperties(d.Name, ids), table.WithoutDuplicateCheck()); err != nil {
 		return nil, fmt.Errorf("%w: add data files: %w", errNotCommitted, err)
 	}
@@ -405,10 +417,25 @@ func (c *Committer) collect(d config.Dataset) ([]*segment, error) {
 }
 
 // dropInTable deletes the local files of segments the table already
-// records (their append landed, but the files outlived it) and returns the
-// others.
-func (c *Committer) dropInTable(log *slog.Logger, tbl *table.Table, pending []*segment) []*segment {
-	in := tables.FilesInTable(tbl)
+// holds (their append landed, but the files outlived it) and returns the
+// others. The check is tables.SegmentsInTable: exact, and reading only
+// table metadata unless maintenance expired snapshots newer than a
+// segment. When it cannot tell, nothing is deleted or appended.
+func (c *Committer) dropInTable(ctx context.Context, log *slog.Logger, tbl *table.Table, pending []*segment) ([]*segment, error) {
+	segs := make([]tables.Segment, 0, len(pending))
+	for _, s := range pending {
+		seg := tables.Segment{UUID: s.ready.UUID}
+		// An unreadable time counts as "long ago", which only makes the
+		// check take its exact path.
+		if info, err := os.Stat(s.ready.Path); err == nil {
+			seg.Written = info.ModTime()
+		}
+		segs = append(segs, seg)
+	}
+	in, err := tables.SegmentsInTable(ctx, tbl, segs)
+	if err != nil {
+		return nil, err
+	}
 	var keep, done []*segment
 	for _, s := range pending {
 		if in[s.ready.UUID] {
@@ -421,7 +448,7 @@ func (c *Committer) dropInTable(log *slog.Logger, tbl *table.Table, pending []*s
 		log.Info("segments already in the table; deleting the local copies", "files", len(done))
 		c.removeLocal(log, done)
 	}
-	return keep
+	return keep, nil
 }
 
 // offsetsCommitted keeps the segments whose partition has a committed
@@ -491,6 +518,7 @@ func (c *Committer) removeLocal(log *slog.Logger, segs []*segment) {
 			log.Error("delete committed segment", "file", s.ready.Path, "err", err)
 			continue
 		}
+		failpoint.Hit(failpoint.CommitterBetweenDeletes)
 		if err := walfile.Remove(s.marker.Path); err != nil {
 			log.Error("delete marker of committed segment", "file", s.marker.Path, "err", err)
 		}

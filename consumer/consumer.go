@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -41,6 +43,8 @@ type Consumer struct {
 	log  *slog.Logger
 	m    *metrics
 	gate *gate
+	// mem counts the memory of every open segment of every dataset.
+	mem  *budgetAllocator
 	opts []kgo.Opt // extra client options, for tests
 	// measure returns the WAL volume's use in percent; statfs by default.
 	measure func(dir string) (float64, error)
@@ -55,6 +59,7 @@ func New(cfg *config.Config, opts role.Options) (*Consumer, error) {
 	return &Consumer{
 		cfg: cfg, log: opts.Logger, m: m,
 		gate:    newGate(opts.Logger, m, cfg.Ingestion.WAL.DiskHighWatermarkPct),
+		mem:     newBudgetAllocator(),
 		measure: volumeUsedPct, volumeEvery: volumeCheckInterval,
 	}, nil
 }
@@ -94,6 +99,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer lock.Release()
 	if err := walfile.RemoveTmp(dir); err != nil {
 		return err
+	}
+	// The Go heap is held to the memory budget too, unless the operator
+	// set GOMEMLIMIT: the collector then runs harder rather than letting
+	// garbage push the process over it.
+	if os.Getenv("GOMEMLIMIT") == "" && c.cfg.Ingestion.WAL.MemoryBudgetBytes > 0 {
+		debug.SetMemoryLimit(c.cfg.Ingestion.WAL.MemoryBudgetBytes)
 	}
 
 	// Setup and recovery are not interrupted by the drain signal half-way:
@@ -137,6 +148,8 @@ type loop struct {
 	w  *writer
 	// fatal holds an error raised inside a group callback.
 	fatal chan error
+	// dlqErr holds the first failed dead-letter write.
+	dlqErr errOnce
 }
 
 func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.Dataset) (*loop, error) {
@@ -152,6 +165,11 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		return nil, err
 	}
 	l.w = w
+	w.mem = c.mem
+	w.dec.Limit(c.cfg.Ingestion.MaxRecordBytes, c.cfg.Ingestion.MaxJSONDepth)
+	if ds.DeadLetterTopic != "" {
+		w.deadLetter = l.deadLetter
+	}
 
 	start := kgo.NewOffset().AtStart()
 	if ds.StartOffset == "latest" {
@@ -169,6 +187,7 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		kgo.BlockRebalanceOnPoll(),
 		// A short heartbeat makes partitions move quickly between pods.
 		kgo.HeartbeatInterval(500*time.Millisecond),
+		kgo.SessionTimeout(6*time.Second), // a killed member's partitions move after 6 s, not kgo's 45 s; 6 s is the brokers' default minimum
 		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.OnPartitionsAssigned(l.assigned),
 		kgo.OnPartitionsRevoked(l.revoked),
@@ -271,9 +290,69 @@ func (l *loop) release(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
+// deadLetter produces a dropped record to the dataset's dead-letter topic,
+// with why and where it came from in headers. The write is asynchronous;
+// commit waits for it before committing the record's offset.
+func (l *loop) deadLetter(partition int32, offset int64, reason string, err error, payload []byte) {
+	rec := &kgo.Record{
+		Topic: l.ds.DeadLetterTopic,
+		Value: payload,
+		Headers: []kgo.RecordHeader{
+			{Key: "ingestor.reason", Value: []byte(reason)},
+			{Key: "ingestor.error", Value: []byte(truncate(err.Error(), 512))},
+			{Key: "ingestor.topic", Value: []byte(l.ds.Topic)},
+			{Key: "ingestor.partition", Value: []byte(strconv.Itoa(int(partition)))},
+			{Key: "ingestor.offset", Value: []byte(strconv.FormatInt(offset, 10))},
+		},
+	}
+	l.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+		if err != nil {
+			l.dlqErr.set(fmt.Errorf("dead-letter record %s/%d@%d to %s: %w", l.ds.Topic, partition, offset, l.ds.DeadLetterTopic, err))
+		}
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// errOnce keeps the first error of asynchronous writes.
+type errOnce struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (e *errOnce) set(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *errOnce) get() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
 // commit commits offsets synchronously, retrying transient errors. Errors
-// that mean the partitions are no longer ours are returned at once.
+// that mean the partitions are no longer ours are returned at once. With a
+// dead-letter topic, every dropped record up to the offsets must have been
+// acknowledged first: a failed dead-letter write fails the commit, which is
+// fatal, so Kafka delivers the records again after the restart.
 func (l *loop) commit(ctx context.Context, topic string, offsets map[int32]int64) error {
+	if l.ds.DeadLetterTopic != "" {
+		if err := l.cl.Flush(ctx); err != nil {
+			return fmt.Errorf("flush dead-letter records: %w", err)
+		}
+		if err := l.dlqErr.get(); err != nil {
+			return err
+		}
+	}
 	req := map[string]map[int32]kgo.EpochOffset{topic: {}}
 	for p, o := range offsets {
 		req[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: o}

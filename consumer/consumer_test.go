@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,9 +31,15 @@ type runEnv struct {
 }
 
 func startConsumer(t *testing.T, setup func(*Consumer)) *runEnv {
+	return startConsumerWith(t, "", setup)
+}
+
+// startConsumerWith adds extra YAML lines to the dataset's config (indented
+// like its keys) and seeds a dead-letter topic "clicks_dlq".
+func startConsumerWith(t *testing.T, extra string, setup func(*Consumer)) *runEnv {
 	t.Helper()
 	const topic = "clicks_v1"
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topic))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topic), kfake.SeedTopics(1, "clicks_dlq"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +49,8 @@ func startConsumer(t *testing.T, setup func(*Consumer)) *runEnv {
 ingestion:
   wal: {dir: %q, maxFileAgeMinutes: 0.01}
   drainTimeoutSeconds: 20
+  maxRecordBytes: 2000
+  maxJSONDepth: 8
 kafka: {brokers: [%q]}
 catalog: {name: t, type: sql, uri: "file:%s", sql.driver: sqlite, sql.dialect: sqlite, warehouse: "file://%s"}
 datasets:
@@ -55,7 +64,7 @@ datasets:
         - {name: tenant, type: string}
         - {name: ts, type: timestamptz, required: true}
       partition: [{column: tenant, transform: identity}]
-`, filepath.Join(dir, "wal"), cluster.ListenAddrs()[0], filepath.Join(dir, "cat.db"), filepath.Join(dir, "wh"), topic)
+%s`, filepath.Join(dir, "wal"), cluster.ListenAddrs()[0], filepath.Join(dir, "cat.db"), filepath.Join(dir, "wh"), topic, extra)
 	cfg, err := config.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -84,13 +93,22 @@ datasets:
 
 func (e *runEnv) produce(t *testing.T, from, n int) {
 	t.Helper()
+	var payloads [][]byte
+	for i := from; i < from+n; i++ {
+		payloads = append(payloads, event(i, []string{"a", "b", "c"}[i%3]))
+	}
+	e.producePayloads(t, payloads...)
+}
+
+func (e *runEnv) producePayloads(t *testing.T, payloads ...[]byte) {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.cluster.ListenAddrs()...), kgo.DefaultProduceTopic("clicks_v1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	for i := from; i < from+n; i++ {
-		cl.Produce(context.Background(), &kgo.Record{Value: event(i, []string{"a", "b", "c"}[i%3])}, nil)
+	for _, p := range payloads {
+		cl.Produce(context.Background(), &kgo.Record{Value: p}, nil)
 	}
 	if err := cl.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -217,6 +235,66 @@ func TestReleaseTimeout(t *testing.T) {
 	} {
 		if got := releaseTimeout(tc.drain); got != tc.want {
 			t.Errorf("releaseTimeout(%s) = %s, want %s", tc.drain, got, tc.want)
+		}
+	}
+}
+
+func TestConsumerDropsHostileRecordsToDeadLetterTopic(t *testing.T) {
+	e := startConsumerWith(t, "    deadLetterTopic: clicks_dlq\n", nil)
+	deep := []byte(`{"id":"d","meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"},"x":` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `}`)
+	huge := []byte(`{"id":"h","meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"},"pad":"` + strings.Repeat("x", 3000) + `"}`)
+	bad := map[string][]byte{
+		ReasonNotJSON:         []byte(`{"id":`),
+		ReasonTooLarge:        huge,
+		ReasonTooDeep:         deep,
+		ReasonConvert:         []byte(`{"id":"c","meta":{"tenant":"a","ts":"not a time"}}`),
+		ReasonMissingRequired: []byte(`{"meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"}}`),
+	}
+	var payloads [][]byte
+	for i := 0; i < 10; i++ {
+		payloads = append(payloads, event(i, "a"))
+	}
+	for _, p := range bad {
+		payloads = append(payloads, p)
+	}
+	// Invalid UTF-8 and duplicate keys are converted by documented rules,
+	// not dropped.
+	payloads = append(payloads, []byte("{\"id\":\"u\xff\",\"id\":\"dup\",\"meta\":{\"tenant\":\"a\",\"ts\":\"2026-11-30T10:00:00Z\"}}"))
+	e.producePayloads(t, payloads...)
+	total := float64(len(payloads))
+	waitFor(t, "all records consumed", 20*time.Second, func() bool { return e.consumed() == total })
+	waitFor(t, "offsets committed past every record", 20*time.Second, func() bool { return e.committed(t) == int64(total) })
+	for reason := range bad {
+		if got := testutil.ToFloat64(e.c.m.dropped.WithLabelValues("clicks", reason)); got != 1 {
+			t.Errorf("dropped{reason=%s} = %v, want 1", reason, got)
+		}
+	}
+
+	// The dead-letter topic holds each dropped record as it was, with its
+	// reason and origin.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.cluster.ListenAddrs()...), kgo.ConsumeTopics("clicks_dlq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := map[string][]byte{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for len(got) < len(bad) && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			h := map[string]string{}
+			for _, kv := range r.Headers {
+				h[kv.Key] = string(kv.Value)
+			}
+			if h["ingestor.topic"] != "clicks_v1" || h["ingestor.offset"] == "" || h["ingestor.partition"] == "" || h["ingestor.error"] == "" {
+				t.Errorf("dead letter headers %v", h)
+			}
+			got[h["ingestor.reason"]] = r.Value
+		})
+	}
+	for reason, payload := range bad {
+		if string(got[reason]) != string(payload) {
+			t.Errorf("dead letter for %s: got %q, want the original payload", reason, truncate(string(got[reason]), 60))
 		}
 	}
 }

@@ -51,6 +51,10 @@ type MapValue struct {
 const (
 	// ReasonNotJSON: the payload is not one JSON value.
 	ReasonNotJSON = "not_json"
+	// ReasonTooLarge: the payload is over ingestion.maxRecordBytes.
+	ReasonTooLarge = "too_large"
+	// ReasonTooDeep: the payload nests deeper than ingestion.maxJSONDepth.
+	ReasonTooDeep = "too_deep"
 	// ReasonConvert: a value does not convert to its column's type, or a
 	// general JMESPath expression fails on the document (a function given
 	// the wrong type).
@@ -61,9 +65,10 @@ const (
 
 // DecodeError tells why a payload does not decode into a Row.
 type DecodeError struct {
-	// Reason is ReasonNotJSON, ReasonConvert or ReasonMissingRequired.
+	// Reason is one of the Reason constants.
 	Reason string
-	// Column is the top-level column at fault; empty for ReasonNotJSON.
+	// Column is the top-level column at fault; empty when the payload as a
+	// whole is at fault (not JSON, too large, too deep).
 	// A nested path (user.address.zip, tags[3]) is in Err's message.
 	Column string
 	// Err is the underlying error.
@@ -75,6 +80,10 @@ func (e *DecodeError) Error() string {
 	switch e.Reason {
 	case ReasonNotJSON:
 		return "decode payload: not JSON: " + e.Err.Error()
+	case ReasonTooLarge:
+		return "decode payload: too large: " + e.Err.Error()
+	case ReasonTooDeep:
+		return "decode payload: " + e.Err.Error()
 	case ReasonMissingRequired:
 		return fmt.Sprintf("decode column %q: required value is missing or null", e.Column)
 	}
@@ -125,7 +134,9 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // exactly are float64 (so comparisons and functions work) and the others
 // stay exact.
 type Decoder struct {
-	cols []column
+	maxBytes int
+	maxDepth int
+	cols     []column
 	// general is set when some expression runs through go-jmespath, whose
 	// arithmetic and comparisons only know float64 numbers. The whole
 	// document is then built.
@@ -192,23 +203,41 @@ func NewDecoder(schema *iceberg.Schema, mapping map[string]string) (*Decoder, er
 	return d, nil
 }
 
+// Limit sets the largest payload in bytes and the deepest nesting the
+// decoder accepts; larger payloads are dropped with ReasonTooLarge, deeper
+// ones with ReasonTooDeep. Zero leaves a limit off (encoding/json's 10000
+// levels still apply). Call it before the first Decode.
+func (d *Decoder) Limit(maxBytes, maxDepth int) {
+	d.maxBytes, d.maxDepth = maxBytes, maxDepth
+}
+
+func syntaxError(err error) *DecodeError {
+	if errors.Is(err, errTooDeep) {
+		return &DecodeError{Reason: ReasonTooDeep, Err: err}
+	}
+	return &DecodeError{Reason: ReasonNotJSON, Err: err}
+}
+
 // Decode parses one JSON payload and converts it to a Row. The error is
 // always a *DecodeError.
 func (d *Decoder) Decode(payload []byte) (Row, error) {
 	// One copy of the payload; every unescaped string and every number in
 	// the row is a substring of it.
-	p := parser{s: string(payload)}
+	if d.maxBytes > 0 && len(payload) > d.maxBytes {
+		return nil, &DecodeError{Reason: ReasonTooLarge, Err: fmt.Errorf("%d bytes, over the limit of %d", len(payload), d.maxBytes)}
+	}
+	p := parser{s: string(payload), max: d.maxDepth}
 	row := make(Row, len(d.cols))
 	if d.root != nil {
 		// Only plain paths: one pass that materializes only the mapped
 		// values and validates the rest without building it.
 		if err := p.visitDocument(d.root, row); err != nil {
-			return nil, &DecodeError{Reason: ReasonNotJSON, Err: err}
+			return nil, syntaxError(err)
 		}
 	} else {
 		doc, err := p.document()
 		if err != nil {
-			return nil, &DecodeError{Reason: ReasonNotJSON, Err: err}
+			return nil, syntaxError(err)
 		}
 		if d.general {
 			doc = floatNumbers(doc)
@@ -517,7 +546,13 @@ type parser struct {
 	s     string
 	i     int
 	depth int
+	// max is the nesting limit; maxDepth when zero.
+	max int
 }
+
+// errTooDeep is the error of a document nested deeper than the decoder's
+// limit.
+var errTooDeep = errors.New("nested deeper than the limit")
 
 // errorf makes a syntax error that names the offset in the payload.
 func (p *parser) errorf(format string, args ...any) error {
@@ -634,6 +669,9 @@ func (p *parser) visitObject(n *node, row []any) error {
 func (p *parser) open() error {
 	p.i++
 	p.depth++
+	if p.max > 0 && p.depth > p.max {
+		return fmt.Errorf("offset %d: %w (%d levels)", p.i, errTooDeep, p.max)
+	}
 	if p.depth > maxDepth {
 		return p.errorf("exceeded max depth")
 	}

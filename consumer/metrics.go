@@ -19,6 +19,7 @@ type metrics struct {
 	paused        *prometheus.GaugeVec
 	pausedSeconds prometheus.Counter
 	lag           *prometheus.GaugeVec
+	budgetFlushes *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -68,9 +69,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ingestor_consumer_lag_records", Help: "Records between the last one consumed and the partition's high watermark, as of the last fetch.",
 		}, []string{"dataset", "partition"}),
+		budgetFlushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_budget_flushes_total", Help: "Row groups written early to keep within ingestion.wal.memoryBudgetBytes.",
+		}, []string{"dataset"}),
 	}
 	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.segmentsOpen, m.rotated,
 		m.bytesRotated, m.commits, m.commitFails, m.recovered, m.assigned, m.lastRotateAge,
-		m.volumeUsed, m.paused, m.pausedSeconds, m.lag)
+		m.volumeUsed, m.paused, m.pausedSeconds, m.lag, m.budgetFlushes)
 	return m
 }

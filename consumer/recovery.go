@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/failpoint"
 	"github.com/icewal/ingestor/shared/tables"
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -78,6 +79,7 @@ func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Clie
 			return fmt.Errorf("recovery: %w", err)
 		}
 		if f.State == walfile.Ready {
+			failpoint.Hit(failpoint.ConsumerDuringRecovery)
 			// The marker goes after its segment: a marker alone is ignored.
 			if err := walfile.Remove(filepath.Join(filepath.Dir(f.Path), f.As(walfile.Uploaded).String())); err != nil {
 				return fmt.Errorf("recovery: %w", err)
@@ -103,6 +105,9 @@ func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Clie
 			}
 			switch {
 			case at <= f.Start:
+				if err := noteOrphan(dir, ds, f); err != nil {
+					return err
+				}
 				if err := remove(f, ActionDeleteUncommitted); err != nil {
 					return err
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/google/uuid"
 
+	"github.com/icewal/ingestor/shared/failpoint"
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
@@ -59,19 +60,19 @@ type segment struct {
 
 // writerProps are the Parquet settings of every segment: zstd, statistics
 // on (the committer builds the table's column metrics from the footer).
-func writerProps() *parquet.WriterProperties {
+func writerProps(mem memory.Allocator) *parquet.WriterProperties {
 	return parquet.NewWriterProperties(
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(1),
 		parquet.WithStats(true),
 		parquet.WithMaxRowGroupLength(1<<20),
-		parquet.WithAllocator(memory.DefaultAllocator),
+		parquet.WithAllocator(mem),
 	)
 }
 
 // openSegment creates a new active_* file for topic/partition with the
 // partition values stored in the footer's key-value metadata.
-func openSegment(dir, topic string, partition int32, schema *arrow.Schema, partitionJSON string, now time.Time) (*segment, error) {
+func openSegment(dir, topic string, partition int32, schema *arrow.Schema, partitionJSON string, mem memory.Allocator, now time.Time) (*segment, error) {
 	n := walfile.Name{State: walfile.Active, Topic: topic, Partition: partition, UUID: uuid.New()}
 	path := filepath.Join(dir, n.String())
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
@@ -79,7 +80,7 @@ func openSegment(dir, topic string, partition int32, schema *arrow.Schema, parti
 		return nil, fmt.Errorf("open segment %s: %w", n, err)
 	}
 	cw := &countingWriter{f: f}
-	w, err := pqarrow.NewFileWriter(schema, cw, writerProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	w, err := pqarrow.NewFileWriter(schema, cw, writerProps(mem), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		f.Close()
 		os.Remove(path)
@@ -93,7 +94,7 @@ func openSegment(dir, topic string, partition int32, schema *arrow.Schema, parti
 	return &segment{
 		name: n, dir: dir, opened: now, first: -1, last: -1,
 		f: f, cw: cw, w: w,
-		b: array.NewRecordBuilder(memory.DefaultAllocator, schema),
+		b: array.NewRecordBuilder(mem, schema),
 	}, nil
 }
 
@@ -153,6 +154,7 @@ func (s *segment) finish() (walfile.Name, error) {
 	if err := s.f.Close(); err != nil {
 		return walfile.Name{}, fmt.Errorf("close segment file %s: %w", s.name, err)
 	}
+	failpoint.Hit(failpoint.ConsumerBeforeRename)
 	ready := s.name
 	ready.State, ready.Start, ready.End = walfile.Ready, s.first, s.last
 	// A crash after this rename and before the offset commit leaves a

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/failpoint"
 	"github.com/icewal/ingestor/shared/tables"
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -47,6 +48,15 @@ type writer struct {
 	now     func() time.Time
 	commit  commitFunc
 	drops   *dropLog
+	// deadLetter, when set, receives every dropped record; it must be
+	// durable before commit returns for the record's offset.
+	deadLetter func(partition int32, offset int64, reason string, err error, payload []byte)
+
+	// mem counts the Arrow and Parquet memory of all open segments (of
+	// every dataset of the process); above half of budget, the largest
+	// buffered segments are flushed as row groups.
+	mem    *budgetAllocator
+	budget int64
 
 	mu    sync.Mutex
 	parts map[int32]*partState
@@ -81,6 +91,7 @@ func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *
 		maxSize: wal.MaxFileSizeBytes, maxAge: wal.MaxFileAge(), maxOpen: wal.MaxOpenSegmentsPerPartition,
 		now: time.Now, commit: commit, drops: newDropLog(log, time.Second),
 		parts: map[int32]*partState{},
+		mem:   newBudgetAllocator(), budget: wal.MemoryBudgetBytes,
 	}, nil
 }
 
@@ -123,6 +134,9 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 		}
 		w.m.dropped.WithLabelValues(w.ds.Name, reason).Inc()
 		w.drops.note(w.ds.Topic, partition, offset, reason, err)
+		if w.deadLetter != nil {
+			w.deadLetter(partition, offset, reason, err, payload)
+		}
 		return nil
 	}
 
@@ -132,7 +146,7 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 		if err != nil {
 			return fmt.Errorf("encode partition values: %w", err)
 		}
-		if seg, err = openSegment(w.dir, w.ds.Topic, partition, w.schema, pj, w.now()); err != nil {
+		if seg, err = openSegment(w.dir, w.ds.Topic, partition, w.schema, pj, w.mem, w.now()); err != nil {
 			return err
 		}
 		st.segs[key] = seg
@@ -142,6 +156,11 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 		return err
 	}
 	w.m.rowsWritten.WithLabelValues(w.ds.Name).Inc()
+	if w.budget > 0 && w.mem.Current() > w.budget/2 {
+		if err := w.flushLargestLocked(); err != nil {
+			return err
+		}
+	}
 
 	switch {
 	case seg.size() >= w.maxSize:
@@ -216,6 +235,7 @@ func (w *writer) rotateLocked(ctx context.Context, partitions []int32, trigger s
 	if renamed > 0 {
 		// The renames must be durable before the offset commit: once the
 		// commit lands, the ready files are the rows' only copy.
+		failpoint.Hit(failpoint.ConsumerBeforeDirSync)
 		if err := walfile.SyncDir(w.dir); err != nil {
 			return err
 		}
@@ -226,9 +246,11 @@ func (w *writer) rotateLocked(ctx context.Context, partitions []int32, trigger s
 	}
 	// A crash here, after the renames and before the commit, leaves ready
 	// files with uncommitted offsets: recovery deletes them.
+	failpoint.Hit(failpoint.ConsumerAfterRename)
 	if err := w.commit(ctx, w.ds.Topic, offsets); err != nil {
 		return fmt.Errorf("commit offsets of %s after rotation: %w", w.ds.Topic, err)
 	}
+	failpoint.Hit(failpoint.ConsumerAfterCommit)
 	w.m.commits.WithLabelValues(w.ds.Name).Inc()
 	for p, off := range offsets {
 		st := w.parts[p]
@@ -307,4 +329,32 @@ func (d *dropLog) note(topic string, partition int32, offset int64, reason strin
 		"reason", reason, "error", err.Error(), "suppressed", d.suppress[reason])
 	d.last[reason] = now
 	d.suppress[reason] = 0
+}
+
+// flushLargestLocked writes the buffered rows of the largest open segments
+// as row groups until the memory held falls to three eighths of the
+// budget: the rows go to disk early, the files stay open. Half the budget
+// is the mark because the Go heap around the Arrow buffers (and the
+// garbage the collector has not yet reclaimed) takes the rest.
+func (w *writer) flushLargestLocked() error {
+	var segs []*segment
+	for _, st := range w.parts {
+		for _, seg := range st.segs {
+			if seg.pending > 0 {
+				segs = append(segs, seg)
+			}
+		}
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].pendingB > segs[j].pendingB })
+	target := w.budget * 3 / 8
+	for _, seg := range segs {
+		if w.mem.Current() <= target {
+			break
+		}
+		if err := seg.flush(); err != nil {
+			return err
+		}
+		w.m.budgetFlushes.WithLabelValues(w.ds.Name).Inc()
+	}
+	return nil
 }

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/walfile"
@@ -328,3 +330,45 @@ func must(t *testing.T, err error) {
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
+
+func TestMemoryBudgetBoundsOpenSegments(t *testing.T) {
+	ctx := context.Background()
+	const budget = 4 << 20
+	w, _, _ := newTestWriter(t, config.WAL{MemoryBudgetBytes: budget, MaxOpenSegmentsPerPartition: 1000})
+	// 8 Kafka partitions x 50 tenants: 400 open segments at once (the
+	// benchmark measures 8 x 200 on the whole process).
+	const rows = 9600
+	for i := 0; i < rows; i++ {
+		p := int32(i % 8)
+		tenant := fmt.Sprintf("tenant-%03d", (i/8)%50)
+		payload := fmt.Sprintf(`{"id":"e%d-%s","meta":{"tenant":%q,"ts":"2026-11-30T10:00:00Z"}}`, i, strings.Repeat("x", 200), tenant)
+		must(t, w.record(ctx, p, int64(i/8), []byte(payload)))
+	}
+	if got := w.openSegments(); got != 400 {
+		t.Fatalf("open segments = %d, want 400", got)
+	}
+	peak := w.mem.Peak()
+	t.Logf("peak arrow+parquet memory %d bytes with a budget of %d", peak, budget)
+	if peak > budget*6/10 {
+		t.Fatalf("peak memory %d is over 60%% of the budget %d", peak, budget)
+	}
+	if testutil.ToFloat64(w.m.budgetFlushes.WithLabelValues("clicks")) == 0 {
+		t.Fatal("no early row-group flush")
+	}
+	must(t, w.rotate(ctx, nil, TriggerShutdown))
+	var n int64
+	for _, f := range readyFiles(t, w.dir) {
+		r, err := file.OpenParquetFile(f.Path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += r.NumRows()
+		r.Close()
+	}
+	if n != rows {
+		t.Fatalf("files hold %d rows, want %d", n, rows)
+	}
+	if cur := w.mem.Current(); cur != 0 {
+		t.Fatalf("%d bytes still held after every segment closed", cur)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/icewal/ingestor/shared/bloom"
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/failpoint"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/storage"
 	"github.com/icewal/ingestor/shared/walfile"
@@ -60,6 +61,7 @@ type Uploader struct {
 	inflight map[string]bool       // ready file names being uploaded
 	retries  map[string]*retry     // ready file names whose last attempt failed
 	logged   map[string]*rateLimit // by dataset
+	orphans  *orphanSweeper        // deletes the objects of segments recovery deleted (orphan.go)
 }
 
 // retry is the backoff state of a file whose upload failed.
@@ -108,6 +110,7 @@ func New(cfg *config.Config, opts role.Options, options ...option) (*Uploader, e
 		inflight:     map[string]bool{},
 		retries:      map[string]*retry{},
 		logged:       map[string]*rateLimit{},
+		orphans:      newOrphanSweeper(opts.Registerer),
 	}
 	for _, o := range options {
 		o(u)
@@ -139,6 +142,7 @@ func (u *Uploader) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop()
+	wg.Go(func() { u.sweepOrphans(ctx) })
 
 	u.run(ctx, work, &wg, events)
 
@@ -444,15 +448,18 @@ func (u *Uploader) upload(ctx context.Context, j job) (int64, error) {
 			marker.Blooms[flt.Column] = loc
 		}
 	}
+	failpoint.Hit(failpoint.UploaderBeforeObject)
 	if err := u.store.Put(ctx, marker.Object, f, info.Size()); err != nil {
 		return 0, fmt.Errorf("upload %s: %w", name, err)
 	}
 	// Order matters for crash safety: the marker is written only after the
 	// object and every sidecar are stored. A crash before this line leaves
 	// no marker; the next scan uploads the file again to the same names.
+	failpoint.Hit(failpoint.UploaderBeforeMarker)
 	if err := walfile.WriteMarker(u.dir, name, marker); err != nil {
 		return 0, fmt.Errorf("mark %s uploaded: %w", name, err)
 	}
+	failpoint.Hit(failpoint.UploaderAfterMarker)
 	return info.Size(), nil
 }
 

@@ -18,6 +18,9 @@ const (
 	DefaultDiskHighWatermarkPct        = 80
 	DefaultMetricsAddress              = ":9400"
 	DefaultStartOffset                 = "earliest"
+	DefaultMaxRecordBytes              = 1 << 20
+	DefaultMaxJSONDepth                = 64
+	DefaultMemoryBudgetBytes           = 512 << 20
 )
 
 // Config is the whole configuration file.
@@ -35,6 +38,10 @@ type Ingestion struct {
 	CommitIntervalSeconds float64 `yaml:"commitIntervalSeconds"`
 	// DrainTimeoutSeconds bounds the whole shutdown sequence.
 	DrainTimeoutSeconds float64 `yaml:"drainTimeoutSeconds"`
+	// MaxRecordBytes drops records whose payload is larger, as too_large.
+	MaxRecordBytes int `yaml:"maxRecordBytes"`
+	// MaxJSONDepth drops records nested deeper, as too_deep.
+	MaxJSONDepth int `yaml:"maxJSONDepth"`
 	// WAL configures the local write-ahead log.
 	WAL WAL `yaml:"wal"`
 }
@@ -52,6 +59,8 @@ type WAL struct {
 	MaxOpenSegmentsPerPartition int `yaml:"maxOpenSegmentsPerPartition"`
 	// DiskHighWatermarkPct pauses consumption when the WAL volume is this full.
 	DiskHighWatermarkPct float64 `yaml:"diskHighWatermarkPct"`
+	// MemoryBudgetBytes bounds the memory of the consumer's open segments.
+	MemoryBudgetBytes int64 `yaml:"memoryBudgetBytes"`
 }
 
 // Kafka holds the broker connection settings.
@@ -129,6 +138,9 @@ type Dataset struct {
 	CustomMapping map[string]string `yaml:"customMapping"`
 	// BloomFilterColumns get a bloom-filter sidecar per uploaded file.
 	BloomFilterColumns []string `yaml:"bloomFilterColumns"`
+	// DeadLetterTopic, when set, receives every dropped record with its
+	// reason, topic, partition and offset in headers.
+	DeadLetterTopic string `yaml:"deadLetterTopic"`
 	// Create, when set, creates the table if it does not exist.
 	Create *CreateTable `yaml:"create"`
 }
@@ -216,6 +228,12 @@ func (c *Config) applyDefaults() {
 	if in.DrainTimeoutSeconds == 0 {
 		in.DrainTimeoutSeconds = DefaultDrainTimeoutSeconds
 	}
+	if in.MaxRecordBytes == 0 {
+		in.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if in.MaxJSONDepth == 0 {
+		in.MaxJSONDepth = DefaultMaxJSONDepth
+	}
 	if in.WAL.MaxFileSizeBytes == 0 {
 		in.WAL.MaxFileSizeBytes = DefaultMaxFileSizeBytes
 	}
@@ -224,6 +242,9 @@ func (c *Config) applyDefaults() {
 	}
 	if in.WAL.MaxOpenSegmentsPerPartition == 0 {
 		in.WAL.MaxOpenSegmentsPerPartition = DefaultMaxOpenSegmentsPerPartition
+	}
+	if in.WAL.MemoryBudgetBytes == 0 {
+		in.WAL.MemoryBudgetBytes = DefaultMemoryBudgetBytes
 	}
 	if in.WAL.DiskHighWatermarkPct == 0 {
 		in.WAL.DiskHighWatermarkPct = DefaultDiskHighWatermarkPct

@@ -218,6 +218,15 @@ func (c *Config) Validate() error {
 	if in.DrainTimeoutSeconds < 0 {
 		bad("ingestion.drainTimeoutSeconds", "must be positive, got %v", in.DrainTimeoutSeconds)
 	}
+	if in.DrainTimeoutSeconds > 0 && in.DrainTimeoutSeconds < 4 {
+		bad("ingestion.drainTimeoutSeconds", "must be at least 4: a quarter of it goes to releasing the partitions, which needs a second, got %v", in.DrainTimeoutSeconds)
+	}
+	if in.MaxRecordBytes < 0 {
+		bad("ingestion.maxRecordBytes", "must be positive, got %d", in.MaxRecordBytes)
+	}
+	if in.MaxJSONDepth < 0 || in.MaxJSONDepth > 10000 {
+		bad("ingestion.maxJSONDepth", "must be between 1 and 10000, got %d", in.MaxJSONDepth)
+	}
 	if in.WAL.Dir == "" {
 		bad("ingestion.wal.dir", "required")
 	}
@@ -226,6 +235,9 @@ func (c *Config) Validate() error {
 	}
 	if in.WAL.MaxFileAgeMinutes < 0 {
 		bad("ingestion.wal.maxFileAgeMinutes", "must be positive, got %v", in.WAL.MaxFileAgeMinutes)
+	}
+	if b := in.WAL.MemoryBudgetBytes; b != 0 && b < 4<<20 {
+		bad("ingestion.wal.memoryBudgetBytes", "must be at least 4 MiB, got %d", b)
 	}
 	if in.WAL.MaxOpenSegmentsPerPartition < 0 {
 		bad("ingestion.wal.maxOpenSegmentsPerPartition", "must be positive, got %d", in.WAL.MaxOpenSegmentsPerPartition)
@@ -306,6 +318,12 @@ func (c *Config) Validate() error {
 			bad(p+".table", "required")
 		case !tableNameRE.MatchString(d.Table):
 			bad(p+".table", "want namespace.table, got %q", d.Table)
+		}
+		if d.DeadLetterTopic != "" && !topicRE.MatchString(d.DeadLetterTopic) {
+			bad(p+".deadLetterTopic", "not a valid Kafka topic name: %q", d.DeadLetterTopic)
+		}
+		if d.DeadLetterTopic != "" && d.DeadLetterTopic == d.Topic {
+			bad(p+".deadLetterTopic", "must differ from the dataset's topic %q", d.Topic)
 		}
 		if d.StartOffset != "earliest" && d.StartOffset != "latest" {
 			bad(p+".startOffset", "want earliest or latest, got %q", d.StartOffset)
