@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -203,7 +204,9 @@ func (e *env) start(name string, args ...string) *proc {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	args = append(args, "--config", e.cfgPath)
+	if !slices.Contains(args, "--config") {
+		args = append(args, "--config", e.cfgPath)
+	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
