@@ -1,9 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -276,5 +278,46 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	if err := checkWritable(c.Ingestion.WAL.Dir); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	return c, nil
+}
+
+// checkWritable refuses a WAL directory that cannot be written: an
+// existing one must take a new file, a missing one must be creatable
+// (the consumer creates it). Nothing is left behind.
+func checkWritable(dir string) error {
+	bad := func(err error) error {
+		return &KeyError{Key: "ingestion.wal.dir", Problem: fmt.Sprintf("%s is not writable: %v", dir, err)}
+	}
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		parent := filepath.Dir(filepath.Clean(dir))
+		for {
+			pi, perr := os.Stat(parent)
+			if perr == nil {
+				if !pi.IsDir() {
+					return bad(fmt.Errorf("%s is not a directory", parent))
+				}
+				dir = parent
+				break
+			}
+			if !errors.Is(perr, os.ErrNotExist) || parent == filepath.Dir(parent) {
+				return bad(perr)
+			}
+			parent = filepath.Dir(parent)
+		}
+	case err != nil:
+		return bad(err)
+	case !info.IsDir():
+		return bad(errors.New("not a directory"))
+	}
+	f, err := os.CreateTemp(dir, ".ingestor-probe-*")
+	if err != nil {
+		return bad(err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }

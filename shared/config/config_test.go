@@ -181,3 +181,34 @@ func TestKafkaSecurityValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadRefusesUnwritableWALDir(t *testing.T) {
+	dir := t.TempDir()
+	aFile := filepath.Join(dir, "file")
+	os.WriteFile(aFile, []byte("x"), 0o644)
+	for _, tc := range []struct {
+		name, wal, want string
+	}{
+		{"a file", aFile, "not a directory"},
+		{"under a file", filepath.Join(aFile, "wal"), "not a directory"},
+		{"in /proc", "/proc/ingestor-wal", "is not writable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.yaml")
+			os.WriteFile(path, []byte(strings.Replace(example, "/tmp/demo/wal", tc.wal, 1)), 0o644)
+			_, err := Load(path)
+			if err == nil || !strings.Contains(err.Error(), "ingestion.wal.dir: ") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load error = %v, want ingestion.wal.dir ... %s", err, tc.want)
+			}
+		})
+	}
+	// A directory that does not exist yet, under a writable one, is fine.
+	path := filepath.Join(dir, "ok.yaml")
+	os.WriteFile(path, []byte(strings.Replace(example, "/tmp/demo/wal", filepath.Join(dir, "new", "wal"), 1)), 0o644)
+	if _, err := Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("the probe left files behind: %v", entries)
+	}
+}
