@@ -134,8 +134,9 @@ func (s *Supervisor) keep(ctx context.Context, roleName string, drainDeadline fu
 				s.setChild(roleName, nil)
 				return
 			}
-			// The process is gone and reaped; go-plugin's side of the
-			// connection ends with it.
+			// The process is gone and reaped; Kill closes go-plugin's
+			// gRPC connection to it.
+			c.client.Kill()
 			ran = time.Since(c.started)
 			s.setChild(roleName, nil)
 			if ctx.Err() != nil {
@@ -172,6 +173,7 @@ func (s *Supervisor) drain(c *child, deadline time.Time) {
 		log.Warn("role killed", "exit", c.exitStatus())
 		return
 	}
+	c.client.Kill() // the process has exited: this closes the connection
 	took := time.Since(start).Round(time.Millisecond).String()
 	if c.cmd.ProcessState.Success() {
 		log.Info("role drained", "took", took)

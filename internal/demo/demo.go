@@ -12,10 +12,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/icewal/ingestor/internal/devenv"
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/metrics"
 	"github.com/icewal/ingestor/shared/tables"
 	"github.com/icewal/ingestor/supervisor"
 )
@@ -94,8 +93,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	fmt.Fprintf(o.Out, "demo: broker %s, topic %s, table %s, config %s\n", k.Addrs()[0], Topic, cfg.Datasets[0].Table, cfgPath)
-	fmt.Fprintf(o.Out, "demo: roles' metrics at http://127.0.0.1:{%d,%d,%d}/metrics, logs in %s; Ctrl-C stops in order\n",
-		ports[1], ports[2], ports[3], filepath.Join(o.Dir, "ingestor.log"))
+	fmt.Fprintf(o.Out, "demo: metrics at http://127.0.0.1:{%d,%d,%d,%d}/metrics, logs in %s; see it with: ingestor status --config %s; Ctrl-C stops in order\n",
+		ports[0], ports[1], ports[2], ports[3], filepath.Join(o.Dir, "ingestor.log"), cfgPath)
 
 	gen, err := devenv.NewGenerator(k.Addrs(), Topic)
 	if err != nil {
@@ -111,7 +110,15 @@ func Run(ctx context.Context, o Options) error {
 	// after an earlier one in the same directory never share an id.
 	go func() { genDone <- gen.Run(genCtx, time.Now().UnixMilli()*1000, 0) }()
 
-	sup, err := supervisor.New(cfg, cfgPath, supervisor.Options{Logger: logger, Registerer: prometheus.NewRegistry(), Stderr: o.Log})
+	// The supervisor's own endpoint, as `ingestor run` serves it, so that
+	// `ingestor status --config <dir>/ingestor.yaml` sees the roles' state.
+	reg := metrics.NewRegistry(metrics.Supervisor)
+	metricsCtx, stopMetrics := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMetrics()
+	if _, err := metrics.Serve(metricsCtx, cfg.Metrics.Address, reg, logger); err != nil {
+		return err
+	}
+	sup, err := supervisor.New(cfg, cfgPath, supervisor.Options{Logger: logger, Registerer: reg, Stderr: o.Log})
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,9 @@
 // supervisor or alone as sidecar containers) has its own registry and its
 // own /metrics endpoint; nothing uses the global registry. The supervisor
 // listens on metrics.address (default :9400) and the roles take the next
-// three ports unless metrics.roles names theirs (see RoleAddress).
+// three ports unless metrics.roles names theirs (see RoleAddress). A role
+// also answers GET /status there (a Route its command adds), which
+// `ingestor status` reads beside /metrics.
 //
 // The endpoint is not part of the record path, but it must outlive it: the
 // product specification keeps it available while the process drains, so

@@ -38,15 +38,24 @@ func NewRegistry(role string) *prometheus.Registry {
 	return reg
 }
 
-// Serve listens on addr (":0" picks a free port) and serves reg on /metrics
-// and a liveness answer on /healthz until ctx ends. It returns once the
+// Route is a further path an endpoint serves beside /metrics and /healthz,
+// such as a role's /status.
+type Route struct {
+	// Pattern is an http.ServeMux pattern, e.g. "GET /status".
+	Pattern string
+	// Handler answers it.
+	Handler http.Handler
+}
+
+// Serve listens on addr (":0" picks a free port) and serves reg on /metrics,
+// a liveness answer on /healthz and the given routes until ctx ends. It returns once the
 // listener is open, with the address actually bound, which it also logs as
 // "metrics listening".
 //
 // Serve's goroutines end when ctx does; the caller cancels ctx only after
 // the process has finished draining, so the endpoint stays up while it
 // drains.
-func Serve(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) (net.Addr, error) {
+func Serve(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger, routes ...Route) (net.Addr, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -60,6 +69,9 @@ func Serve(ctx context.Context, addr string, reg *prometheus.Registry, log *slog
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 	})
+	for _, r := range routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Info("metrics listening", "address", ln.Addr().String())
 

@@ -15,16 +15,21 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 )
 
 const (
 	// parentCheckInterval is how often a child checks that its parent lives.
 	parentCheckInterval = time.Second
-	// replyGrace is how long a drained child lingers after its run
-	// returned, so that the answer to Drain is likely sent before the
-	// process exits. The supervisor does not depend on it: the exit code
-	// is what tells it how the drain went.
-	replyGrace = 250 * time.Millisecond
+	// replyWait bounds how long a child whose run returned waits for the
+	// calls it is serving (the Drain under way, or a Pause that made the
+	// role fail) to be answered before the process exits. The supervisor
+	// does not depend on those answers: the exit code is what tells it how
+	// the drain went.
+	replyWait = time.Second
+	// replyFlush is how long an answer is given to leave the transport
+	// once its call ended.
+	replyFlush = 50 * time.Millisecond
 )
 
 // ChildOption configures ServeChild.
@@ -59,8 +64,11 @@ func WithPauser(p Pauser) ChildOption {
 // with a context that Drain cancels, serves the Role over go-plugin, ignores
 // SIGINT and SIGTERM, and exits the process when run returns: with code 0
 // if run returned nil, 1 otherwise. It also exits, at once and with code 1,
-// when its parent process dies or the supervisor drops the connection while
-// run is still working. status, which may be nil, fills Status.Details.
+// when its parent process dies, or when the supervisor's go-plugin client
+// is killed (which asks the child's gRPC server to shut down) while run is
+// working and no drain was asked for. Killed during a drain, the child
+// still finishes the drain before it exits. status, which may be nil,
+// fills Status.Details.
 //
 // ServeChild never returns. Loggers must be built before it is called:
 // go-plugin replaces os.Stdout and os.Stderr with pipes of its own, while a
@@ -90,6 +98,7 @@ func serveChild(roleName string, run func(ctx context.Context) error, status fun
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := &child{
+		log:            log,
 		name:           roleName,
 		pid:            os.Getpid(),
 		metricsAddress: o.metricsAddress,
@@ -115,13 +124,17 @@ func serveChild(roleName string, run func(ctx context.Context) error, status fun
 
 	parentGone := watchParent(parentCheckInterval)
 
+	calls := &inflight{}
 	serveDone := make(chan struct{})
 	go func() {
 		defer close(serveDone)
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig: Handshake,
 			Plugins:         plugin.PluginSet{PluginName: &RolePlugin{Impl: c}},
-			Logger:          pluginLogger(stderr, roleName),
+			GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+				return grpc.NewServer(append(opts, grpc.StatsHandler(calls))...)
+			},
+			Logger: pluginLogger(stderr, roleName),
 		})
 	}()
 
@@ -131,13 +144,23 @@ func serveChild(roleName string, run func(ctx context.Context) error, status fun
 		log.Warn("parent process exited: stopping at once")
 		return 1
 	case <-serveDone:
-		log.Warn("supervisor closed the connection while the role runs: stopping at once")
-		return 1
+		// go-plugin's gRPC server stops when the supervisor's client is
+		// killed. A drain under way is finished: its files are what the
+		// other roles' final passes wait for.
+		if !c.drainCalled.Load() {
+			log.Warn("supervisor shut the connection down while the role runs: stopping at once")
+			return 1
+		}
+		log.Warn("supervisor shut the connection down during the drain: finishing the drain")
+		select {
+		case <-c.runDone:
+		case <-parentGone:
+			log.Warn("parent process exited: stopping at once")
+			return 1
+		}
 	}
 
-	if c.drainCalled.Load() {
-		time.Sleep(replyGrace)
-	}
+	calls.settle(replyWait, replyFlush)
 	if c.runErr != nil {
 		log.Error("role stopped with an error", "error", c.runErr)
 		return 1
@@ -178,6 +201,7 @@ func watchParent(every time.Duration) <-chan struct{} {
 
 // child is the Role a child process serves.
 type child struct {
+	log            *slog.Logger
 	name           string
 	pid            int
 	metricsAddress string
@@ -194,7 +218,13 @@ var _ Role = (*child)(nil)
 
 // Drain implements Role.
 func (c *child) Drain(ctx context.Context) error {
-	c.drainCalled.Store(true)
+	if !c.drainCalled.Swap(true) {
+		budget := "none"
+		if d, ok := ctx.Deadline(); ok {
+			budget = time.Until(d).Round(time.Millisecond).String()
+		}
+		c.log.Info("drain requested", "budget", budget)
+	}
 	c.cancel()
 	select {
 	case <-c.runDone:

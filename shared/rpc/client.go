@@ -19,13 +19,16 @@ const StartTimeout = time.Minute
 // stdout or stderr after the handshake, go to stderr as whole lines, one per
 // Write, from several goroutines at once: stderr must be safe for
 // concurrent use, as an *os.File is. The client is not managed: its owner
-// must Kill it.
+// must Kill it, also after the child exited by itself, to close the gRPC
+// connection. Kill asks the child's gRPC server to shut down; a child that
+// is draining finishes its drain all the same, but Kill waits for that
+// only 2 s before it kills the process.
 func NewClient(cmd *exec.Cmd, stderr io.Writer, logger hclog.Logger) *plugin.Client {
 	return plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		Plugins:          plugin.PluginSet{PluginName: &RolePlugin{}},
 		Cmd:              cmd,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC},
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		Managed:          false,
 		StartTimeout:     StartTimeout,

@@ -4,8 +4,10 @@
 //
 // The supervisor re-executes its own binary once per role with the role's
 // subcommand. The child calls ServeChild: it runs the role in a goroutine
-// and serves the Role interface over go-plugin's net/rpc protocol, on a
-// Unix socket secured with AutoMTLS. The child's stdout carries only
+// and serves the Role interface over go-plugin's gRPC protocol (the only
+// protocol either side allows), on a Unix socket secured with AutoMTLS:
+// the supervisor's client makes a certificate for each start and the
+// child answers with its own, so only this supervisor can call the child. The child's stdout carries only
 // go-plugin's handshake line; every log goes to stderr, which the
 // supervisor passes through to its own.
 //
@@ -22,9 +24,16 @@
 // may already be starting roles that need the WAL directory locks, and
 // every role recovers from what is on disk at its next start.
 //
-// Methods take a context on the Go side. net/rpc carries no context, so the
-// client sends the time left before the context's deadline with each call
-// and stops waiting when the context ends; the child applies that time to
-// its own context. No panic crosses the RPC boundary: the server side turns
-// a panic into an error.
+// The gRPC service (Drain, Status, Pause, Resume) is written by hand rather
+// than generated: its messages are protobuf's precompiled well-known types
+// (Empty, Duration, Struct), so the module needs no protoc step. Each call
+// carries its context's deadline, which gRPC applies to the child's side
+// as well; Drain also sends the budget left, which the child logs. The
+// Status crosses as a Struct holding its JSON object. No panic crosses the
+// RPC boundary: the server side turns a panic into an error.
+//
+// go-plugin's Kill asks the child's gRPC server to shut down. A child that
+// was not draining then exits at once (code 1); one that was draining
+// finishes the drain first, since the other roles' final passes wait for
+// what it leaves in the WAL directory.
 package rpc

@@ -75,7 +75,9 @@ func serveTestChild(mode string) {
 		if mode == "panic-status" {
 			panic("status on purpose")
 		}
-		return map[string]any{"mode": mode, "n": 42, "paused": pauser.paused.Load()}
+		return map[string]any{"mode": mode, "n": 42, "paused": pauser.paused.Load(),
+			// Types structpb cannot take as they are: the Status crosses as JSON.
+			"nested": map[string][]string{"files": {"a", "b"}}, "since": time.Unix(0, 0).UTC()}
 	}
 	ServeChild("testrole", run, status,
 		WithLogger(log), WithMetricsAddress("127.0.0.1:1234"), WithPauser(pauser))

@@ -1,0 +1,93 @@
+package status
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of the text view")
+
+// goldenReport covers every case of the view: a process down with the
+// supervisor's count of its restarts, a paused consumer, lag, drops, WAL
+// files in every state, an unknown value, a commit and a commit error.
+func goldenReport() *Report {
+	now := time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)
+	lastCommit := now.Add(-3 * time.Second)
+	return &Report{
+		Time:   now,
+		Config: "/etc/ingestor/ingestor.yaml",
+		WALDir: "/var/lib/ingestor/wal",
+		Volume: Volume{UsedPct: ptr(81.25), ConsumerUsedPct: ptr(80.5), HighWatermarkPct: 80, ResumeBelowPct: 75,
+			Paused: ptr(true), PausedReasons: []string{"wal_volume_above_high_watermark"}},
+		Processes: []Process{
+			{Name: "supervisor", Address: "127.0.0.1:9400", State: StateUp},
+			{Name: "consumer", Address: "127.0.0.1:9401", State: StateUp, PID: 4242, SupervisorUp: ptr(true), Restarts: ptr(0.0)},
+			{Name: "uploader", Address: "127.0.0.1:9402", State: StateDown, Error: "connection refused", SupervisorUp: ptr(false), Restarts: ptr(4.0)},
+			{Name: "committer", Address: "127.0.0.1:9403", State: StateUp, PID: 4343, SupervisorUp: ptr(true), Restarts: ptr(1.0)},
+		},
+		Datasets: []Dataset{
+			{
+				Name: "clicks", Topic: "clicks", Table: "web.clicks",
+				Paused: ptr(true), EventsPerSecond: ptr(1520.34),
+				Lag:      []PartitionLag{{0, 30}, {1, 0}, {2, 60}, {3, 30}},
+				LagTotal: ptr(120.0),
+				Dropped:  map[string]float64{"not_json": 4, "convert": 4, "missing_required": 3}, DroppedTotal: ptr(11.0),
+				SegmentsOpen: ptr(4.0),
+				WAL: WALStates{Active: FileCount{4, 1258291}, Ready: FileCount{2, 3565158},
+					Uploaded: FileCount{1, 412}},
+				LastCommit: &lastCommit, LastCommitAgeSeconds: ptr(3.0),
+				LastCommitError: &CommitError{Time: now.Add(-125 * time.Second), AgeSeconds: 125, Reason: "unknown",
+					Step: "commit outcome unknown; the next interval checks the table", Error: "commit 2 files to web.clicks:\n  context deadline exceeded"},
+			},
+			{
+				Name: "orders", Topic: "orders", Table: "shop.orders",
+				Paused: ptr(true), EventsPerSecond: ptr(0.0), Lag: []PartitionLag{}, LagTotal: ptr(0.0),
+				Dropped: map[string]float64{}, DroppedTotal: ptr(0.0), SegmentsOpen: ptr(0.0),
+			},
+		},
+		OtherWAL: &WALStates{Ready: FileCount{1, 30}},
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	var buf bytes.Buffer
+	Render(&buf, goldenReport())
+	golden := filepath.Join("testdata", "status.golden")
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); got != string(want) {
+		t.Errorf("text view differs from %s (run with -update to accept):\n--- got\n%s\n--- want\n%s", golden, got, want)
+	}
+	for i, line := range strings.Split(buf.String(), "\n") {
+		if strings.HasSuffix(line, " ") {
+			t.Errorf("line %d has trailing spaces: %q", i+1, line)
+		}
+	}
+}
+
+func TestRenderUnits(t *testing.T) {
+	for _, tt := range []struct {
+		got, want string
+	}{
+		{size(0), "0 B"}, {size(1023), "1023 B"}, {size(1024), "1.0 KiB"}, {size(3565158), "3.4 MiB"},
+		{age(850 * time.Millisecond), "850ms"}, {age(12 * time.Second), "12s"}, {age(185 * time.Second), "3m05s"},
+		{age(130 * time.Minute), "2h10m"}, {age(76 * time.Hour), "3d4h"}, {age(-time.Second), "0ms"},
+		{files(FileCount{1, 5}), "1 file (5 B)"}, {files(FileCount{2, 5}), "2 files (5 B)"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}

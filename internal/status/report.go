@@ -1,0 +1,534 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/icewal/ingestor/internal/redact"
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/metrics"
+	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// Process states.
+const (
+	// StateUp: the process's endpoint answered.
+	StateUp = "up"
+	// StateDown: it did not.
+	StateDown = "down"
+)
+
+// Report is one look at a running ingestor. Fields that could not be
+// known, because the process that tells them is down, are null in JSON.
+type Report struct {
+	// Time is when the report was made.
+	Time time.Time `json:"time"`
+	// Config is the configuration file's path.
+	Config string `json:"config,omitempty"`
+	// WALDir is the WAL directory.
+	WALDir string `json:"wal_dir"`
+	// WALError says why the WAL directory could not be read.
+	WALError string `json:"wal_error,omitempty"`
+	// Volume is the WAL volume's use.
+	Volume Volume `json:"wal_volume"`
+	// Processes are the supervisor and the three roles, in that order.
+	Processes []Process `json:"processes"`
+	// Datasets are the configured datasets, in configuration order.
+	Datasets []Dataset `json:"datasets"`
+	// OtherWAL counts WAL files of topics no dataset reads.
+	OtherWAL *WALStates `json:"other_wal,omitempty"`
+}
+
+// Volume is how full the WAL volume is and what the consumer does about it.
+type Volume struct {
+	// UsedPct is the volume's use in percent, as df counts it, measured
+	// now; null if the directory cannot be measured.
+	UsedPct *float64 `json:"used_pct"`
+	// ConsumerUsedPct is the use the consumer measured last (every 5 s).
+	ConsumerUsedPct *float64 `json:"consumer_used_pct"`
+	// HighWatermarkPct is where consumption pauses.
+	HighWatermarkPct float64 `json:"high_watermark_pct"`
+	// ResumeBelowPct is where it resumes.
+	ResumeBelowPct float64 `json:"resume_below_pct"`
+	// Paused tells whether the consumer paused consumption; null when the
+	// consumer is down.
+	Paused *bool `json:"paused"`
+	// PausedReasons are why: the volume above the watermark, the supervisor.
+	PausedReasons []string `json:"paused_reasons,omitempty"`
+}
+
+// Process is one process of the ingestor as its endpoint and the
+// supervisor see it.
+type Process struct {
+	// Name is supervisor, consumer, uploader or committer.
+	Name string `json:"name"`
+	// Address is its metrics endpoint.
+	Address string `json:"address"`
+	// State is StateUp or StateDown.
+	State string `json:"state"`
+	// Error says why a process is down.
+	Error string `json:"error,omitempty"`
+	// PID is the process id a role reported.
+	PID int `json:"pid,omitempty"`
+	// SupervisorUp is the supervisor's ingestor_supervisor_role_up for a
+	// role; null when no supervisor answers (sidecar layout, or it is down).
+	SupervisorUp *bool `json:"supervisor_up"`
+	// Restarts is the supervisor's count of the role's restarts.
+	Restarts *float64 `json:"restarts"`
+}
+
+// Dataset is what the report tells of one dataset.
+type Dataset struct {
+	// Name, Topic and Table are the dataset's, from the configuration.
+	Name  string `json:"name"`
+	Topic string `json:"topic"`
+	Table string `json:"table"`
+	// Paused: the dataset's Kafka consumer is paused.
+	Paused *bool `json:"paused"`
+	// EventsPerSecond is the rate of records consumed between the two
+	// scrapes.
+	EventsPerSecond *float64 `json:"events_per_second"`
+	// Lag is the records behind the high watermark per partition, as of
+	// the consumer's last fetch; LagTotal adds them up.
+	Lag      []PartitionLag `json:"lag"`
+	LagTotal *float64       `json:"lag_total"`
+	// Dropped counts the records dropped since the consumer started, by
+	// reason; DroppedTotal adds them up.
+	Dropped      map[string]float64 `json:"dropped"`
+	DroppedTotal *float64           `json:"dropped_total"`
+	// SegmentsOpen counts the open segments.
+	SegmentsOpen *float64 `json:"segments_open"`
+	// WAL counts the dataset's WAL files and bytes by state.
+	WAL WALStates `json:"wal"`
+	// PendingUpload is the uploader's count of ready files without marker.
+	PendingUpload *float64 `json:"pending_upload"`
+	// LastCommit is the time of the last commit since the committer
+	// started; LastCommitAgeSeconds how long ago that was.
+	LastCommit           *time.Time `json:"last_commit"`
+	LastCommitAgeSeconds *float64   `json:"last_commit_age_seconds"`
+	// LastCommitError is the committer's last failed attempt, if any.
+	LastCommitError *CommitError `json:"last_commit_error"`
+}
+
+// PartitionLag is one partition's lag.
+type PartitionLag struct {
+	// Partition is the Kafka partition.
+	Partition int `json:"partition"`
+	// Records is how many records it is behind.
+	Records float64 `json:"records"`
+}
+
+// WALStates counts WAL files by state.
+type WALStates struct {
+	// Active counts open segments, Ready closed ones, Uploaded the
+	// markers of uploaded ones.
+	Active   FileCount `json:"active"`
+	Ready    FileCount `json:"ready"`
+	Uploaded FileCount `json:"uploaded"`
+}
+
+// FileCount is a number of files and their bytes.
+type FileCount struct {
+	// Files is the number of files.
+	Files int `json:"files"`
+	// Bytes is their size.
+	Bytes int64 `json:"bytes"`
+}
+
+// CommitError is a failed commit attempt as the committer reports it.
+type CommitError struct {
+	// Time is when the attempt failed; AgeSeconds how long ago.
+	Time       time.Time `json:"time"`
+	AgeSeconds float64   `json:"age_seconds"`
+	// Reason is conflict, unknown (the outcome is not known) or error.
+	Reason string `json:"reason"`
+	// Step is what the committer was doing.
+	Step string `json:"step"`
+	// Error is the error's text, cleared of secrets.
+	Error string `json:"error"`
+}
+
+// Options tune a Collector.
+type Options struct {
+	// ConfigPath is shown in the report.
+	ConfigPath string
+	// Interval separates the two scrapes a first report takes to measure
+	// events per second. Default 1s.
+	Interval time.Duration
+	// Timeout bounds each request to a process. Default 2s.
+	Timeout time.Duration
+	// Client makes the requests. Default: a client of its own.
+	Client *http.Client
+}
+
+// Collector makes reports about the ingestor a configuration describes.
+// It keeps the previous scrape, so that each report's rates cover the time
+// since the previous report. It is not safe for concurrent use.
+type Collector struct {
+	cfg   *config.Config
+	opts  Options
+	red   *redact.Redactor
+	prev  map[string]*probe
+	procs []string
+}
+
+// NewCollector returns a Collector for cfg.
+func NewCollector(cfg *config.Config, opts Options) *Collector {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	}
+	return &Collector{
+		cfg:   cfg,
+		opts:  opts,
+		red:   redact.New(cfg),
+		procs: append([]string{metrics.Supervisor}, role.All...),
+	}
+}
+
+// Redactor is the collector's redactor, for the output's last pass.
+func (c *Collector) Redactor() *redact.Redactor { return c.red }
+
+// probe is what one process answered at one moment.
+type probe struct {
+	addr    string
+	at      time.Time
+	err     error
+	metrics samples
+	status  *RoleStatus
+}
+
+func (p *probe) up() bool { return p != nil && p.err == nil }
+
+// probeAll asks every process at once.
+func (c *Collector) probeAll(ctx context.Context) map[string]*probe {
+	out := make(map[string]*probe, len(c.procs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range c.procs {
+		wg.Go(func() {
+			p := c.probe(ctx, name)
+			mu.Lock()
+			out[name] = p
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func (c *Collector) probe(ctx context.Context, name string) *probe {
+	p := &probe{}
+	addr, err := metrics.RoleAddress(c.cfg, name)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	p.addr = dialAddress(addr)
+	if _, port, err := net.SplitHostPort(addr); err == nil && port == "0" {
+		p.err = fmt.Errorf("metrics address %s has port 0, so the port the process took is not known: set metrics.address or metrics.roles.%s", addr, name)
+		return p
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	p.metrics, p.err = scrapeMetrics(ctx, c.opts.Client, p.addr)
+	p.at = time.Now()
+	if p.err != nil || name == metrics.Supervisor {
+		return p
+	}
+	// A role that serves metrics but no status (an older binary) is up all
+	// the same; what it cannot tell is left unknown.
+	if st, err := fetchStatus(ctx, c.opts.Client, p.addr); err == nil {
+		st.Details, _ = c.red.Value(st.Details).(map[string]any)
+		p.status = st
+	}
+	return p
+}
+
+// dialAddress turns a listen address into one to connect to: an empty or
+// unspecified host means this machine.
+func dialAddress(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	switch host {
+	case "", "0.0.0.0", "::", "[::]":
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Collect makes a report. The first report of a Collector scrapes twice,
+// Interval apart, to measure rates; later ones compare with the previous
+// report's scrape.
+func (c *Collector) Collect(ctx context.Context) (*Report, error) {
+	if c.prev == nil {
+		c.prev = c.probeAll(ctx)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(c.opts.Interval):
+		}
+	}
+	cur := c.probeAll(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := c.build(cur, c.prev, time.Now())
+	c.prev = cur
+	return r, nil
+}
+
+// build makes the report from the current and the previous probes.
+func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
+	wal := c.cfg.Ingestion.WAL
+	r := &Report{
+		Time:   now.UTC(),
+		Config: c.opts.ConfigPath,
+		WALDir: wal.Dir,
+		Volume: Volume{
+			HighWatermarkPct: wal.DiskHighWatermarkPct,
+			ResumeBelowPct:   wal.DiskHighWatermarkPct - 5,
+		},
+	}
+	if pct, err := volumeUsedPct(wal.Dir); err == nil {
+		r.Volume.UsedPct = &pct
+	}
+
+	sup := cur[metrics.Supervisor]
+	for _, name := range c.procs {
+		p := cur[name]
+		proc := Process{Name: name, Address: p.addr, State: StateDown}
+		if p.up() {
+			proc.State = StateUp
+			if p.status != nil {
+				proc.PID = p.status.PID
+			}
+		} else {
+			proc.Error = c.red.String(describe(p.err))
+		}
+		if name != metrics.Supervisor && sup.up() {
+			if v, ok := sup.metrics.sum("ingestor_supervisor_role_up", map[string]string{"role": name}); ok {
+				proc.SupervisorUp = ptr(v > 0)
+			}
+			if v, ok := sup.metrics.sum("ingestor_supervisor_role_restarts_total", map[string]string{"role": name}); ok {
+				proc.Restarts = ptr(v)
+			}
+		}
+		r.Processes = append(r.Processes, proc)
+	}
+
+	cons, upl, com := cur[role.Consumer], cur[role.Uploader], cur[role.Committer]
+	if cons.up() {
+		if v, ok := cons.metrics.sum("ingestor_consumer_wal_volume_used_ratio", nil); ok {
+			r.Volume.ConsumerUsedPct = ptr(v * 100)
+		}
+		if d := details(cons); d != nil {
+			if p, ok := d["paused"].(bool); ok {
+				r.Volume.Paused = ptr(p)
+			}
+			if rs, ok := d["paused_reasons"].([]any); ok {
+				for _, x := range rs {
+					if s, ok := x.(string); ok {
+						r.Volume.PausedReasons = append(r.Volume.PausedReasons, s)
+					}
+				}
+			}
+		}
+		if r.Volume.Paused == nil {
+			paused := false
+			for _, s := range cons.metrics["ingestor_consumer_paused"] {
+				paused = paused || s.value > 0
+			}
+			r.Volume.Paused = &paused
+		}
+	}
+
+	files, err := walfile.List(wal.Dir)
+	if err != nil {
+		r.WALError = c.red.String(err.Error())
+	}
+	byTopic := map[string]*WALStates{}
+	for _, f := range files {
+		st := byTopic[f.Topic]
+		if st == nil {
+			st = &WALStates{}
+			byTopic[f.Topic] = st
+		}
+		var fc *FileCount
+		switch f.State {
+		case walfile.Active:
+			fc = &st.Active
+		case walfile.Ready:
+			fc = &st.Ready
+		case walfile.Uploaded:
+			fc = &st.Uploaded
+		default:
+			continue
+		}
+		fc.Files++
+		fc.Bytes += f.Size
+	}
+
+	for _, d := range c.cfg.Datasets {
+		ds := Dataset{Name: d.Name, Topic: d.Topic, Table: d.Table, Dropped: map[string]float64{}, Lag: []PartitionLag{}}
+		if st := byTopic[d.Topic]; st != nil {
+			ds.WAL = *st
+			delete(byTopic, d.Topic)
+		}
+		match := map[string]string{"dataset": d.Name}
+		if cons.up() {
+			c.consumerView(&ds, cons, prev[role.Consumer], match)
+		}
+		if upl.up() {
+			if v, ok := upl.metrics.sum("ingestor_uploader_pending_files", match); ok {
+				ds.PendingUpload = ptr(v)
+			}
+		}
+		if com.up() {
+			if ts, ok := com.metrics.sum("ingestor_committer_last_commit_timestamp_seconds", match); ok && ts > 0 {
+				at := time.Unix(0, int64(ts*float64(time.Second))).UTC()
+				ds.LastCommit = &at
+				ds.LastCommitAgeSeconds = ptr(now.Sub(at).Seconds())
+			}
+			ds.LastCommitError = c.commitError(com, d.Name, now)
+		}
+		r.Datasets = append(r.Datasets, ds)
+	}
+	if len(byTopic) > 0 {
+		other := &WALStates{}
+		for _, st := range byTopic {
+			other.Active.add(st.Active)
+			other.Ready.add(st.Ready)
+			other.Uploaded.add(st.Uploaded)
+		}
+		r.OtherWAL = other
+	}
+	return r
+}
+
+func (f *FileCount) add(o FileCount) {
+	f.Files += o.Files
+	f.Bytes += o.Bytes
+}
+
+// consumerView fills what the consumer's metrics tell of a dataset.
+func (c *Collector) consumerView(ds *Dataset, cons, prev *probe, match map[string]string) {
+	m := cons.metrics
+	if v, ok := m.sum("ingestor_consumer_paused", match); ok {
+		ds.Paused = ptr(v > 0)
+	} else {
+		ds.Paused = ptr(false)
+	}
+	var lagTotal float64
+	for p, v := range m.by("ingestor_consumer_lag_records", "partition", match) {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			continue
+		}
+		ds.Lag = append(ds.Lag, PartitionLag{Partition: n, Records: v})
+		lagTotal += v
+	}
+	sort.Slice(ds.Lag, func(i, j int) bool { return ds.Lag[i].Partition < ds.Lag[j].Partition })
+	ds.LagTotal = ptr(lagTotal)
+	var dropped float64
+	for reason, v := range m.by("ingestor_consumer_records_dropped_total", "reason", match) {
+		ds.Dropped[c.red.String(reason)] = v
+		dropped += v
+	}
+	ds.DroppedTotal = ptr(dropped)
+	if v, ok := m.sum("ingestor_consumer_segments_open", match); ok {
+		ds.SegmentsOpen = ptr(v)
+	} else {
+		ds.SegmentsOpen = ptr(0.0)
+	}
+	// Events per second over the time between the two scrapes; a counter
+	// that went down means the consumer restarted in between: unknown.
+	if prev.up() && cons.at.After(prev.at) {
+		now, _ := m.sum("ingestor_consumer_records_total", match)
+		before, _ := prev.metrics.sum("ingestor_consumer_records_total", match)
+		if now >= before {
+			ds.EventsPerSecond = ptr((now - before) / cons.at.Sub(prev.at).Seconds())
+		}
+	}
+}
+
+// commitError reads a dataset's last commit error from the committer's
+// status.
+func (c *Collector) commitError(com *probe, dataset string, now time.Time) *CommitError {
+	d := details(com)
+	if d == nil {
+		return nil
+	}
+	dss, _ := d["datasets"].(map[string]any)
+	ds, _ := dss[dataset].(map[string]any)
+	le, _ := ds["last_error"].(map[string]any)
+	if le == nil {
+		return nil
+	}
+	e := &CommitError{}
+	e.Reason, _ = le["reason"].(string)
+	e.Step, _ = le["step"].(string)
+	e.Error, _ = le["error"].(string)
+	if s, ok := le["time"].(string); ok {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			e.Time = t.UTC()
+			e.AgeSeconds = now.Sub(t).Seconds()
+		}
+	}
+	return e
+}
+
+func details(p *probe) map[string]any {
+	if p == nil || p.status == nil {
+		return nil
+	}
+	return p.status.Details
+}
+
+// describe shortens the error of a process that did not answer.
+func describe(err error) string {
+	if err == nil {
+		return ""
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) && errno == syscall.ECONNREFUSED {
+		return "connection refused"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "no answer in time"
+	}
+	return err.Error()
+}
+
+// volumeUsedPct is how full the file system holding dir is, in percent,
+// as df counts it (and as the consumer does).
+func volumeUsedPct(dir string) (float64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	used := float64(st.Blocks - st.Bfree)
+	total := used + float64(st.Bavail)
+	if total == 0 {
+		return 0, nil
+	}
+	return 100 * used / total, nil
+}
+
+func ptr[T any](v T) *T { return &v }
