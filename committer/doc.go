@@ -13,7 +13,9 @@
 // Exactly once. Each append records the UUIDs of the segments it adds in
 // its snapshot summary (tables.SnapshotProperties). Before each append the
 // committer reloads the table and drops from the batch every segment that a
-// kept snapshot already records (tables.FilesInTable): those landed before,
+// kept snapshot already holds (tables.SegmentsInTable, which reads the
+// summaries and, only for segments older than a snapshot that maintenance
+// expired, the manifests): those landed before,
 // and only their local files go. So an append whose outcome is unknown (a
 // timeout, a catalog 5xx, a crash right after the commit) is never blindly
 // retried and never lost: the next interval's reload decides. A commit

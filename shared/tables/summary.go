@@ -31,14 +31,12 @@ func SnapshotProperties(dataset string, ids []uuid.UUID) iceberg.Properties {
 
 // FilesInTable returns the UUIDs of the WAL segments that the snapshots the
 // table still keeps record as added (summary property ingestor.files). It
-// reads only the table metadata already loaded, never a manifest, so it is
-// cheap enough to run before every commit.
+// reads only the table metadata already loaded, never a manifest.
 //
-// Limit: the record lives in the snapshot that added the files. Once a
-// snapshot is expired (for example by a user's table maintenance), its
-// files are still in the table but no longer in this set; a local copy of
-// such a file that is still waiting would be added a second time. Expiring
-// only snapshots older than the WAL's longest outage avoids it.
+// A UUID in the set is in the table. One missing from it may still be in
+// the table if the snapshot that added it has been expired (for example by
+// a user's table maintenance): SegmentsInTable closes that gap, and is the
+// check to use before adding a segment.
 func FilesInTable(tbl *table.Table) map[uuid.UUID]bool {
 	in := map[uuid.UUID]bool{}
 	for _, s := range tbl.Metadata().Snapshots() {

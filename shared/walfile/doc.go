@@ -20,6 +20,11 @@
 // it processed for the partition once every segment of the partition is
 // ready. Files of one rotation of a partition interleave their offsets.
 //
+// The consumer's recovery writes orphan_{uuid}.json (WriteOrphan) before it
+// deletes a ready segment whose offset commit never landed: the note names
+// the object the uploader may already have stored for it, which the
+// uploader deletes after a safety age unless a kept snapshot refers to it.
+//
 // Each role holds an exclusive lock file (".consumer.lock" and so on) in
 // the directory while it runs, so that a draining role can tell whether the
 // role before it in the record path is still writing.
