@@ -135,7 +135,7 @@ func (c *Committer) connect() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	kcl, err := kgo.NewClient(opts...)
+	kcl, err := kgo.NewClient(append(opts, kafkaclient.Logger(c.log))...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}

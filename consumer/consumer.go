@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -50,6 +51,9 @@ type Consumer struct {
 	measure func(dir string) (float64, error)
 	// volumeEvery is the time between two measurements.
 	volumeEvery time.Duration
+	// idleWarnAfter is how long a dataset may have no partition before a
+	// warning says so.
+	idleWarnAfter time.Duration
 }
 
 // New builds a consumer for every dataset of cfg.
@@ -60,7 +64,7 @@ func New(cfg *config.Config, opts role.Options) (*Consumer, error) {
 		cfg: cfg, log: opts.Logger, m: m,
 		gate:    newGate(opts.Logger, m, cfg.Ingestion.WAL.DiskHighWatermarkPct),
 		mem:     newBudgetAllocator(),
-		measure: volumeUsedPct, volumeEvery: volumeCheckInterval,
+		measure: volumeUsedPct, volumeEvery: volumeCheckInterval, idleWarnAfter: 30 * time.Second,
 	}, nil
 }
 
@@ -150,6 +154,8 @@ type loop struct {
 	fatal chan error
 	// dlqErr holds the first failed dead-letter write.
 	dlqErr errOnce
+	// owned counts the partitions assigned to this loop.
+	owned atomic.Int64
 }
 
 func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.Dataset) (*loop, error) {
@@ -180,6 +186,7 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		return nil, err
 	}
 	opts = append(opts,
+		kafkaclient.Logger(log),
 		kgo.ConsumerGroup(ds.ConsumerGroup),
 		kgo.ConsumeTopics(ds.Topic),
 		kgo.ConsumeResetOffset(start),
@@ -213,6 +220,7 @@ func (l *loop) run(drain, hard context.Context) error {
 	log := l.c.log.With("dataset", l.ds.Name)
 	tick := ageCheckInterval(l.w.maxAge)
 	nextAge := time.Now().Add(tick)
+	idleSince := time.Now()
 	for {
 		select {
 		case err := <-l.fatal:
@@ -255,6 +263,16 @@ func (l *loop) run(drain, hard context.Context) error {
 		if werr != nil {
 			l.cl.Close()
 			return fmt.Errorf("dataset %s: %w", l.ds.Name, werr)
+		}
+		// A consumer that never gets a partition says why it may be, once
+		// in a while, rather than waiting in silence: franz-go retries an
+		// unreachable or refusing broker without end.
+		if l.owned.Load() > 0 {
+			idleSince = time.Now()
+		} else if time.Since(idleSince) >= l.c.idleWarnAfter {
+			log.Warn("no partitions assigned yet: the brokers may be unreachable or refuse the connection (check kafka.brokers, kafka.tls, kafka.sasl), or the group has more members than the topic has partitions",
+				"topic", l.ds.Topic, "group", l.ds.ConsumerGroup, "waited", time.Since(idleSince).Round(time.Second).String())
+			idleSince = time.Now()
 		}
 		if now := time.Now(); now.After(nextAge) {
 			nextAge = now.Add(tick)
@@ -395,6 +413,7 @@ func (l *loop) commit(ctx context.Context, topic string, offsets map[int32]int64
 
 func (l *loop) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 	n := len(m[l.ds.Topic])
+	l.owned.Add(int64(n))
 	l.c.m.assigned.WithLabelValues(l.ds.Name).Add(float64(n))
 	l.c.log.Info("partitions assigned", "dataset", l.ds.Name, "topic", l.ds.Topic, "partitions", m[l.ds.Topic])
 }
@@ -407,6 +426,7 @@ func (l *loop) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32)
 	if len(ps) == 0 {
 		return
 	}
+	l.owned.Add(-int64(len(ps)))
 	l.c.m.assigned.WithLabelValues(l.ds.Name).Sub(float64(len(ps)))
 	if err := l.w.rotate(context.WithoutCancel(ctx), ps, TriggerRevoke); err != nil {
 		l.raise(fmt.Errorf("dataset %s: rotate revoked partitions %v: %w", l.ds.Name, ps, err))
@@ -424,6 +444,7 @@ func (l *loop) lost(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 	if len(ps) == 0 {
 		return
 	}
+	l.owned.Add(-int64(len(ps)))
 	l.c.m.assigned.WithLabelValues(l.ds.Name).Sub(float64(len(ps)))
 	if err := l.w.discard(ps); err != nil {
 		l.raise(fmt.Errorf("dataset %s: discard lost partitions %v: %w", l.ds.Name, ps, err))

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -297,4 +298,42 @@ func TestConsumerDropsHostileRecordsToDeadLetterTopic(t *testing.T) {
 			t.Errorf("dead letter for %s: got %q, want the original payload", reason, truncate(string(got[reason]), 60))
 		}
 	}
+}
+
+func TestConsumerWarnsWhenItGetsNoPartition(t *testing.T) {
+	var logs syncBuffer
+	e := startConsumerWith(t, "", func(c *Consumer) {
+		c.idleWarnAfter = 500 * time.Millisecond
+		c.log = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	// A second group member on a topic of two partitions is fine; the
+	// broker going away leaves the consumer without partitions.
+	waitFor(t, "partitions assigned", 20*time.Second, func() bool {
+		return testutil.ToFloat64(e.c.m.assigned.WithLabelValues("clicks")) == 2
+	})
+	if strings.Contains(logs.String(), "no partitions assigned yet") {
+		t.Fatal("warned while owning partitions")
+	}
+	e.cluster.Close()
+	waitFor(t, "the warning", 60*time.Second, func() bool {
+		return strings.Contains(logs.String(), "no partitions assigned yet")
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
 	"github.com/icewal/ingestor/internal/devenv"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/tables"
@@ -76,11 +79,21 @@ type env struct {
 	procs   []*proc
 	topic   string
 	nParts  int32
+	// genOpts are the client options of the test's producers.
+	genOpts []kgo.Opt
 }
 
 type envOptions struct {
 	postgres bool
+	// kafkaSASL makes the broker require SASL; the config then reads the
+	// password from the environment variable kafkaPasswordEnv.
+	kafkaSASL *devenv.SASLUser
+	// catalogExtra adds catalog properties to the config.
+	catalogExtra map[string]string
 }
+
+// kafkaPasswordEnv holds the Kafka password of SASL test configs.
+const kafkaPasswordEnv = "INGESTOR_E2E_KAFKA_PASSWORD"
 
 const demoTopic = "clicks"
 
@@ -90,7 +103,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	dir := t.TempDir()
 	e := &env{t: t, dir: dir, walDir: filepath.Join(dir, "wal"), topic: demoTopic, nParts: 4}
 
-	k, err := devenv.StartKafka(devenv.KafkaOptions{Partitions: e.nParts, Topics: []string{e.topic}})
+	k, err := devenv.StartKafka(devenv.KafkaOptions{Partitions: e.nParts, Topics: []string{e.topic}, SASL: o.kafkaSASL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +136,15 @@ func newEnv(t *testing.T, o envOptions) *env {
 	for k, v := range az.Properties() {
 		e.catalog[k] = v
 	}
+	for k, v := range o.catalogExtra {
+		e.catalog[k] = v
+	}
+	kafkaSASL := ""
+	if o.kafkaSASL != nil {
+		t.Setenv(kafkaPasswordEnv, o.kafkaSASL.Password)
+		kafkaSASL = fmt.Sprintf(", sasl: {mechanism: %s, username: %s, password: '${env:%s}'}", o.kafkaSASL.Mechanism, o.kafkaSASL.User, kafkaPasswordEnv)
+		e.genOpts = append(e.genOpts, kgo.SASL(scram.Auth{User: o.kafkaSASL.User, Pass: o.kafkaSASL.Password}.AsSha512Mechanism()))
+	}
 
 	ports := freePorts(t, 4)
 	e.metrics = map[string]string{
@@ -136,10 +158,10 @@ func newEnv(t *testing.T, o envOptions) *env {
   commitIntervalSeconds: 1
   drainTimeoutSeconds: 60
   wal: {dir: %q, maxFileAgeMinutes: 0.03, maxFileSizeBytes: 200000}
-kafka: {brokers: [%q]}
+kafka: {brokers: [%q]%s}
 catalog:
   name: e2e
-`, e.walDir, k.Addrs()[0])
+`, e.walDir, k.Addrs()[0], kafkaSASL)
 	for key, v := range e.catalog {
 		fmt.Fprintf(&b, "  %s: %q\n", key, v)
 	}

@@ -24,7 +24,7 @@ func eventTime(seq int64) time.Time { return baseTime.Add(time.Duration(seq) * 1
 // sequence numbers of the good ones and the expected drops by reason.
 func (e *env) produce(first, count, badEvery int64) (good []int64, bad map[string]int) {
 	e.t.Helper()
-	g, err := devenv.NewGenerator(e.kafka.Addrs(), e.topic)
+	g, err := devenv.NewGenerator(e.kafka.Addrs(), e.topic, e.genOpts...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

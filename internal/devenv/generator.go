@@ -84,15 +84,19 @@ type Generator struct {
 	BadEvery int64
 	// Time gives the timestamp of event seq; the current time when nil.
 	Time func(seq int64) time.Time
+	// Payload, when set, makes the key and value of good event seq at
+	// time at instead of NewEvent; shapes.go has the benchmark's shapes.
+	Payload func(seq int64, at time.Time) (key, value []byte)
 
 	produced atomic.Int64
 	bad      atomic.Int64
 }
 
 // NewGenerator connects a producer to brokers.
-func NewGenerator(brokers []string, topic string) (*Generator, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
-		kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(5*time.Millisecond))
+// Extra client options (SASL, TLS) may follow.
+func NewGenerator(brokers []string, topic string, opts ...kgo.Opt) (*Generator, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
+		kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(5 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("generator client: %w", err)
 	}
@@ -132,15 +136,22 @@ func (g *Generator) Run(ctx context.Context, first, count int64) error {
 			return g.flush(&firstErr)
 		}
 		for i := int64(0); i < batch && (count <= 0 || seq < first+count); i++ {
-			var payload []byte
-			if g.BadEvery > 0 && seq%g.BadEvery == g.BadEvery-1 {
+			var key, payload []byte
+			switch {
+			case g.BadEvery > 0 && seq%g.BadEvery == g.BadEvery-1:
 				payload = badRecord(seq)
 				g.bad.Add(1)
-			} else {
+			case g.Payload != nil:
+				key, payload = g.Payload(seq, at(seq))
+				g.produced.Add(1)
+			default:
 				payload, _ = json.Marshal(NewEvent(seq, at(seq)))
 				g.produced.Add(1)
 			}
-			g.cl.Produce(context.WithoutCancel(ctx), &kgo.Record{Key: []byte(strconv.FormatInt(seq, 10)), Value: payload},
+			if key == nil {
+				key = []byte(strconv.FormatInt(seq, 10))
+			}
+			g.cl.Produce(context.WithoutCancel(ctx), &kgo.Record{Key: key, Value: payload},
 				func(_ *kgo.Record, err error) {
 					if err != nil {
 						firstErr.set(err)

@@ -17,6 +17,14 @@ type KafkaOptions struct {
 	Topics []string
 	// DataDir persists records and committed offsets across restarts when set.
 	DataDir string
+	// SASL, when set, makes the broker require SASL with this one user.
+	SASL *SASLUser
+}
+
+// SASLUser is a broker's SASL user: mechanism PLAIN, SCRAM-SHA-256 or
+// SCRAM-SHA-512.
+type SASLUser struct {
+	Mechanism, User, Password string
 }
 
 // Kafka is franz-go's kfake cluster on loopback: it speaks the Kafka
@@ -42,6 +50,9 @@ func StartKafka(o KafkaOptions) (*Kafka, error) {
 	}
 	if len(o.Topics) > 0 {
 		opts = append(opts, kfake.SeedTopics(o.Partitions, o.Topics...))
+	}
+	if o.SASL != nil {
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(o.SASL.Mechanism, o.SASL.User, o.SASL.Password))
 	}
 	if o.DataDir != "" {
 		opts = append(opts, kfake.DataDir(o.DataDir))
