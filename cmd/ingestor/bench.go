@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/icewal/ingestor/internal/bench"
+)
+
+// runBench is `ingestor bench`, what `make bench` runs: the whole record
+// path against a local broker and Azurite, scored; the last line of its
+// output is the result as one JSON object.
+func runBench(args []string) int {
+	o := bench.DefaultOptions()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.Shape, "shape", o.Shape, "event shape: narrow (~600 B, 15 columns) or wide (~2 KB, 200 sparse columns)")
+	fs.StringVar(&o.Keys, "keys", o.Keys, "tenant distribution of the keys: uniform or skewed (Zipf, first tenant ~25 %)")
+	fs.Int64Var(&o.Events, "events", o.Events, "events to produce")
+	fs.IntVar(&o.Rate, "rate", o.Rate, "events per second (0: as fast as possible)")
+	fs.IntVar(&o.Tenants, "tenants", o.Tenants, "number of tenants")
+	partitions := fs.Int("partitions", int(o.Partitions), "partitions of the Kafka topic")
+	fs.Float64Var(&o.MaxFileAgeMinutes, "max-file-age-minutes", o.MaxFileAgeMinutes, "ingestion.wal.maxFileAgeMinutes")
+	fs.Float64Var(&o.CommitIntervalSeconds, "commit-interval-seconds", o.CommitIntervalSeconds, "ingestion.commitIntervalSeconds")
+	fs.Int64Var(&o.MaxFileSizeBytes, "max-file-size-bytes", o.MaxFileSizeBytes, "ingestion.wal.maxFileSizeBytes (0: the default)")
+	fs.StringVar(&o.Out, "out", o.Out, "keep the run's files and result.json in this directory (default: a temporary one, removed)")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "limit of the whole run")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: ingestor bench [flags]; see ingestor bench -help")
+		return exitUsage
+	}
+	o.Partitions = int32(*partitions)
+	o.Log = os.Stderr
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return exitError
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return exitError
+	}
+	fmt.Fprintln(os.Stdout, string(line))
+	if !res.ExactlyOnce {
+		fmt.Fprintf(os.Stderr, "bench: NOT exactly once: %d missing, %d duplicated, %d unexpected, %d with the wrong tenant\n",
+			res.Missing, res.Duplicated, res.Unexpected, res.WrongTenant)
+		return exitError
+	}
+	return 0
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/icewal/ingestor/internal/status"
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/metrics"
+	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/rpc"
+	"github.com/icewal/ingestor/supervisor"
+)
+
+// Exit codes.
+const (
+	exitError = 1 // the process ran and failed
+	exitUsage = 2 // bad command line or configuration: nothing ran
+)
+
+// process is what every subcommand that runs the record path sets up: its
+// configuration, its JSON logger and its own metrics registry.
+type process struct {
+	cfg        *config.Config
+	configPath string
+	log        *slog.Logger
+	reg        *prometheus.Registry
+}
+
+// setup parses `--config FILE` and loads the configuration. name is the
+// process's role, logged under the key "role". A failure is printed for a
+// person to read and returns exitUsage.
+func setup(subcommand, name string, args []string) (*process, int) {
+	fs := flag.NewFlagSet("ingestor "+subcommand, flag.ContinueOnError)
+	path := fs.String("config", "", "path of the YAML configuration `file`")
+	if err := fs.Parse(args); err != nil {
+		return nil, exitUsage // the flag package printed why
+	}
+	if *path == "" || fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "usage: ingestor %s --config FILE\n", subcommand)
+		return nil, exitUsage
+	}
+	abs, err := filepath.Abs(*path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ingestor %s: config path %s: %v\n", subcommand, *path, err)
+		return nil, exitUsage
+	}
+	cfg, err := config.Load(abs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ingestor %s: invalid configuration:\n%v\n", subcommand, err)
+		return nil, exitUsage
+	}
+	return &process{
+		cfg:        cfg,
+		configPath: abs,
+		log:        slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("role", name),
+		reg:        metrics.NewRegistry(name),
+	}, 0
+}
+
+// serveMetrics starts the process's /metrics endpoint at its role's
+// address. The endpoint lives until the returned stop is called, which the
+// caller does only after its Run returned: it stays up during the drain.
+func (p *process) serveMetrics(name string, routes ...metrics.Route) (net.Addr, context.CancelFunc, error) {
+	addr, err := metrics.RoleAddress(p.cfg, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	bound, err := metrics.Serve(ctx, addr, p.reg, p.log, routes...)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return bound, stop, nil
+}
+
+// stopContext is cancelled by the first SIGTERM or SIGINT, which starts the
+// orderly drain; a second one exits at once, leaving the rest to recovery
+// at the next start.
+func (p *process) stopContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		sig := <-signals
+		p.log.Info("draining", "signal", sig.String())
+		cancel()
+		sig = <-signals
+		p.log.Warn("second signal: exiting at once", "signal", sig.String())
+		os.Exit(exitError)
+	}()
+	return ctx
+}
+
+// runSupervisor is `ingestor run`.
+func runSupervisor(args []string) int {
+	p, code := setup("run", metrics.Supervisor, args)
+	if p == nil {
+		return code
+	}
+	sup, err := supervisor.New(p.cfg, p.configPath, supervisor.Options{Logger: p.log, Registerer: p.reg})
+	if err != nil {
+		p.log.Error("start supervisor", "error", err)
+		return exitError
+	}
+	_, stopMetrics, err := p.serveMetrics(metrics.Supervisor)
+	if err != nil {
+		p.log.Error("serve metrics", "error", err)
+		return exitError
+	}
+	defer stopMetrics()
+	if err := sup.Run(p.stopContext()); err != nil {
+		p.log.Error("supervisor stopped", "error", err)
+		return exitError
+	}
+	p.log.Info("supervisor stopped")
+	return 0
+}
+
+// roleCommand is `ingestor <role>`: the role as the supervisor's child
+// (rpc.IsChild) or alone, for instance as a sidecar container.
+func roleCommand(name string) func(args []string) int {
+	return func(args []string) int {
+		p, code := setup(name, name, args)
+		if p == nil {
+			return code
+		}
+		r, err := newRole(name, p.cfg, role.Options{Logger: p.log, Registerer: p.reg})
+		if err != nil {
+			p.log.Error("start role", "error", err)
+			return exitError
+		}
+		roleStatus := statusOf(r)
+		addr, stopMetrics, err := p.serveMetrics(name,
+			metrics.Route{Pattern: "GET " + status.Path, Handler: status.Handler(name, roleStatus)})
+		if err != nil {
+			p.log.Error("serve metrics", "error", err)
+			return exitError
+		}
+		defer stopMetrics()
+		if rpc.IsChild() {
+			opts := []rpc.ChildOption{rpc.WithLogger(p.log), rpc.WithMetricsAddress(addr.String())}
+			if pauser, ok := r.(rpc.Pauser); ok {
+				opts = append(opts, rpc.WithPauser(pauser))
+			}
+			rpc.ServeChild(name, r.Run, roleStatus, opts...) // exits the process
+		}
+		err = r.Run(p.stopContext())
+		if err != nil && !errors.Is(err, context.Canceled) {
+			p.log.Error("role stopped", "error", err)
+			return exitError
+		}
+		p.log.Info("role stopped")
+		return 0
+	}
+}
