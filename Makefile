@@ -40,6 +40,21 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./shared/walfile/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./shared/config/
 
+# The benchmark of the whole record path (docs/benchmarks.md): 3M narrow
+# events with uniform keys at full speed through the supervisor and its
+# three roles, against Azurite and a SQLite catalog; the last line of its
+# output is the result as JSON. `./bin/ingestor bench -help` lists the
+# other sizes; bench-all runs both shapes with both key distributions.
+.PHONY: bench bench-all
+bench: deps-azurite build
+	./$(BIN) bench
+
+bench-all: deps-azurite build
+	@set -e; for shape in narrow wide; do for keys in uniform skewed; do \
+		if [ $$shape = narrow ]; then n=500000; else n=150000; fi; \
+		./$(BIN) bench --shape $$shape --keys $$keys --events $$n; \
+	done; done
+
 deps: deps-azurite deps-postgres
 
 # Azurite, the Azure Storage emulator, from npm into ./node_modules.

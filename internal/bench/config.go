@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/icewal/ingestor/internal/devenv"
+)
+
+// Names of the benchmark's topic, dataset and table.
+const (
+	topic   = "bench"
+	dataset = "bench"
+	tableID = "bench.events"
+)
+
+// setup is what the configuration points at.
+type setup struct {
+	walDir   string
+	broker   string
+	catalog  map[string]string // catalog properties but the name
+	metrics  [4]string         // supervisor, consumer, uploader, committer
+	shape    devenv.Shape
+	opts     Options
+	drainSec int
+}
+
+// configYAML renders the ingestor's configuration: the production defaults
+// but for the options the benchmark sets, and a table of the shape's
+// columns partitioned by tenant and hour.
+func configYAML(s setup) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by `ingestor bench`.\ningestion:\n")
+	fmt.Fprintf(&b, "  commitIntervalSeconds: %g\n  drainTimeoutSeconds: %d\n", s.opts.CommitIntervalSeconds, s.drainSec)
+	fmt.Fprintf(&b, "  wal: {dir: %q, maxFileAgeMinutes: %g", s.walDir, s.opts.MaxFileAgeMinutes)
+	if s.opts.MaxFileSizeBytes > 0 {
+		fmt.Fprintf(&b, ", maxFileSizeBytes: %d", s.opts.MaxFileSizeBytes)
+	}
+	fmt.Fprintf(&b, "}\nkafka: {brokers: [%q]}\ncatalog:\n  name: bench\n", s.broker)
+	for _, k := range slices.Sorted(maps.Keys(s.catalog)) {
+		fmt.Fprintf(&b, "  %s: %q\n", k, s.catalog[k])
+	}
+	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q}\n",
+		s.metrics[0], s.metrics[1], s.metrics[2], s.metrics[3])
+	fmt.Fprintf(&b, "datasets:\n  - name: %s\n    topic: %s\n    table: %s\n    customMapping:\n", dataset, topic, tableID)
+	for _, c := range s.shape.Columns {
+		fmt.Fprintf(&b, "      %s: %q\n", c.Name, s.shape.Mapping[c.Name])
+	}
+	fmt.Fprintf(&b, "    create:\n      columns:\n")
+	for _, c := range s.shape.Columns {
+		fmt.Fprintf(&b, "        - {name: %s, type: %q, required: %t}\n", c.Name, c.Type, c.Required)
+	}
+	fmt.Fprintf(&b, "      partition:\n        - {column: %s, transform: identity}\n        - {column: %s, transform: hour}\n",
+		devenv.ColumnTenant, devenv.ColumnTS)
+	return b.String()
+}
