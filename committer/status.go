@@ -4,8 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	pmetrics "github.com/icewal/ingestor/shared/metrics"
 
 	"github.com/icewal/ingestor/internal/redact"
 )
@@ -49,9 +48,9 @@ func (c *Committer) noteFailure(dataset, reason, step string, err error) {
 // uploaded files waiting for a Kafka offset commit. It reads only the
 // committer's own metrics and its record of failures.
 func (c *Committer) Status() map[string]any {
-	lastCommit := byDataset(c.metrics.lastCommit)
-	commits := byDataset(c.metrics.commits)
-	waiting := byDataset(c.metrics.waiting)
+	lastCommit := pmetrics.SumBy(pmetrics.Read(c.metrics.lastCommit), "dataset")
+	commits := pmetrics.SumBy(pmetrics.Read(c.metrics.commits), "dataset")
+	waiting := pmetrics.SumBy(pmetrics.Read(c.metrics.waiting), "dataset")
 	c.lastErrors.mu.Lock()
 	errs := make(map[string]commitError, len(c.lastErrors.byDataset))
 	for k, v := range c.lastErrors.byDataset {
@@ -87,36 +86,4 @@ func (c *Committer) Status() map[string]any {
 		"interval_seconds": c.interval.Seconds(),
 		"datasets":         datasets,
 	}
-}
-
-// byDataset reads a metric vector's current values by their dataset label,
-// adding up the series that share one.
-func byDataset(c prometheus.Collector) map[string]float64 {
-	out := map[string]float64{}
-	ch := make(chan prometheus.Metric)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	for m := range ch {
-		var pb dto.Metric
-		if err := m.Write(&pb); err != nil {
-			continue
-		}
-		var v float64
-		switch {
-		case pb.Gauge != nil:
-			v = pb.Gauge.GetValue()
-		case pb.Counter != nil:
-			v = pb.Counter.GetValue()
-		default:
-			continue
-		}
-		for _, l := range pb.Label {
-			if l.GetName() == "dataset" {
-				out[l.GetValue()] += v
-			}
-		}
-	}
-	return out
 }

@@ -1,8 +1,7 @@
 package consumer
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	pmetrics "github.com/icewal/ingestor/shared/metrics"
 )
 
 // Status reports what an operator asks of the consumer: whether
@@ -23,27 +22,27 @@ func (c *Consumer) Status() map[string]any {
 		reasons = append(reasons, "supervisor")
 	}
 
-	segments := statusSeries(c.m.segmentsOpen)
-	assigned := statusSeries(c.m.assigned)
-	records := statusSeries(c.m.records)
-	dropped := statusSeries(c.m.dropped)
-	pausedDs := statusSeries(c.m.paused)
-	lag := statusSeries(c.m.lag)
+	segments := pmetrics.Read(c.m.segmentsOpen)
+	assigned := pmetrics.Read(c.m.assigned)
+	records := pmetrics.Read(c.m.records)
+	dropped := pmetrics.Read(c.m.dropped)
+	pausedDs := pmetrics.Read(c.m.paused)
+	lag := pmetrics.Read(c.m.lag)
 
 	datasets := map[string]any{}
 	for _, d := range c.cfg.Datasets {
 		lagByPartition := map[string]float64{}
 		var total float64
 		for _, s := range lag {
-			if s.labels["dataset"] == d.Name {
-				lagByPartition[s.labels["partition"]] = s.value
-				total += s.value
+			if s.Labels["dataset"] == d.Name {
+				lagByPartition[s.Labels["partition"]] = s.Value
+				total += s.Value
 			}
 		}
 		droppedByReason := map[string]float64{}
 		for _, s := range dropped {
-			if s.labels["dataset"] == d.Name {
-				droppedByReason[s.labels["reason"]] += s.value
+			if s.Labels["dataset"] == d.Name {
+				droppedByReason[s.Labels["reason"]] += s.Value
 			}
 		}
 		datasets[d.Name] = map[string]any{
@@ -68,48 +67,12 @@ func (c *Consumer) Status() map[string]any {
 	}
 }
 
-// statusSample is one series of a metric: its labels and current value.
-type statusSample struct {
-	labels map[string]string
-	value  float64
-}
-
-// statusSeries reads the current series of a gauge or counter (vector).
-func statusSeries(c prometheus.Collector) []statusSample {
-	var out []statusSample
-	ch := make(chan prometheus.Metric)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	for m := range ch {
-		var pb dto.Metric
-		if err := m.Write(&pb); err != nil {
-			continue
-		}
-		s := statusSample{labels: map[string]string{}}
-		switch {
-		case pb.Gauge != nil:
-			s.value = pb.Gauge.GetValue()
-		case pb.Counter != nil:
-			s.value = pb.Counter.GetValue()
-		default:
-			continue
-		}
-		for _, l := range pb.Label {
-			s.labels[l.GetName()] = l.GetValue()
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
 // sumFor adds the values of the series of one dataset.
-func sumFor(samples []statusSample, dataset string) float64 {
+func sumFor(samples []pmetrics.Sample, dataset string) float64 {
 	var v float64
 	for _, s := range samples {
-		if s.labels["dataset"] == dataset {
-			v += s.value
+		if s.Labels["dataset"] == dataset {
+			v += s.Value
 		}
 	}
 	return v

@@ -169,35 +169,8 @@ catalog:
   address: %q
   roles: {consumer: %q, uploader: %q, committer: %q}
 datasets:
-  - name: clicks
-    topic: %s
-    table: web.clicks
-    customMapping:
-      event_id: id
-      tenant: meta.tenant
-      ts: meta.ts
-      country: geo.country
-      kind: kind
-      amount: amount
-      user: user
-      tags: tags
-      duration_ms: duration_ms
-    bloomFilterColumns: [event_id]
-    create:
-      columns:
-        - {name: event_id, type: string, required: true}
-        - {name: tenant, type: string}
-        - {name: ts, type: timestamptz, required: true}
-        - {name: country, type: string}
-        - {name: kind, type: string}
-        - {name: amount, type: double}
-        - {name: user, type: "struct<id:long,agent:string>"}
-        - {name: tags, type: "list<string>"}
-        - {name: duration_ms, type: long}
-      partition:
-        - {column: tenant, transform: identity}
-        - {column: ts, transform: day}
-`, e.metrics["supervisor"], e.metrics["consumer"], e.metrics["uploader"], e.metrics["committer"], e.topic)
+`, e.metrics["supervisor"], e.metrics["consumer"], e.metrics["uploader"], e.metrics["committer"])
+	b.WriteString(devenv.ClicksDataset(e.topic))
 	e.cfgPath = filepath.Join(dir, "ingestor.yaml")
 	if err := os.WriteFile(e.cfgPath, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)

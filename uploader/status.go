@@ -1,8 +1,7 @@
 package uploader
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	pmetrics "github.com/icewal/ingestor/shared/metrics"
 
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -12,10 +11,10 @@ import (
 // after a failure, and the files and bytes uploaded and failed attempts
 // since start. It reads only the uploader's own metrics and bookkeeping.
 func (u *Uploader) Status() map[string]any {
-	pending := statusByDataset(u.m.pending)
-	files := statusByDataset(u.m.files)
-	bytes := statusByDataset(u.m.bytes)
-	failures := statusByDataset(u.m.failures)
+	pending := pmetrics.SumBy(pmetrics.Read(u.m.pending), "dataset")
+	files := pmetrics.SumBy(pmetrics.Read(u.m.files), "dataset")
+	bytes := pmetrics.SumBy(pmetrics.Read(u.m.bytes), "dataset")
+	failures := pmetrics.SumBy(pmetrics.Read(u.m.failures), "dataset")
 
 	uploading, retrying := map[string]int{}, map[string]int{}
 	u.mu.Lock()
@@ -53,36 +52,4 @@ func (u *Uploader) statusDataset(name string) string {
 		return ""
 	}
 	return d.Name
-}
-
-// statusByDataset reads a metric vector's current values by their dataset
-// label.
-func statusByDataset(c prometheus.Collector) map[string]float64 {
-	out := map[string]float64{}
-	ch := make(chan prometheus.Metric)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	for m := range ch {
-		var pb dto.Metric
-		if err := m.Write(&pb); err != nil {
-			continue
-		}
-		var v float64
-		switch {
-		case pb.Gauge != nil:
-			v = pb.Gauge.GetValue()
-		case pb.Counter != nil:
-			v = pb.Counter.GetValue()
-		default:
-			continue
-		}
-		for _, l := range pb.Label {
-			if l.GetName() == "dataset" {
-				out[l.GetValue()] += v
-			}
-		}
-	}
-	return out
 }

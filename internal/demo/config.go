@@ -3,6 +3,8 @@ package demo
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/icewal/ingestor/internal/devenv"
 )
 
 // Topic is the demo's Kafka topic.
@@ -30,34 +32,6 @@ metrics:
   address: "127.0.0.1:%d"
   roles: {consumer: "127.0.0.1:%d", uploader: "127.0.0.1:%d", committer: "127.0.0.1:%d"}
 datasets:
-  - name: clicks
-    topic: %s
-    table: web.clicks
-    customMapping:
-      event_id: id
-      tenant: meta.tenant
-      ts: meta.ts
-      country: geo.country
-      kind: kind
-      amount: amount
-      user: user
-      tags: tags
-      duration_ms: duration_ms
-    bloomFilterColumns: [event_id]
-    create:
-      columns:
-        - {name: event_id, type: string, required: true}
-        - {name: tenant, type: string}
-        - {name: ts, type: timestamptz, required: true}
-        - {name: country, type: string}
-        - {name: kind, type: string}
-        - {name: amount, type: double}
-        - {name: user, type: "struct<id:long,agent:string>"}
-        - {name: tags, type: "list<string>"}
-        - {name: duration_ms, type: long}
-      partition:
-        - {column: tenant, transform: identity}
-        - {column: ts, transform: day}
 `, filepath.Join(dir, "wal"), broker, filepath.Join(dir, "catalog.db"), filepath.Join(dir, "warehouse"),
-		metricsPorts[0], metricsPorts[1], metricsPorts[2], metricsPorts[3], Topic)
+		metricsPorts[0], metricsPorts[1], metricsPorts[2], metricsPorts[3]) + devenv.ClicksDataset(Topic)
 }
