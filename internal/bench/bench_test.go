@@ -224,3 +224,19 @@ func TestConfigYAMLLoads(t *testing.T) {
 		}
 	}
 }
+
+func TestFreshDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	if err := freshDir(dir); err != nil {
+		t.Fatalf("a new directory: %v", err)
+	}
+	if err := freshDir(dir); err != nil {
+		t.Fatalf("an empty directory: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "catalog.db"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := freshDir(dir); err == nil {
+		t.Fatal("a directory with an earlier run's catalog was accepted")
+	}
+}

@@ -1,10 +1,14 @@
 package devenv
 
 import (
+	"context"
 	"encoding/json"
 	"math"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icewal/ingestor/consumer"
 	"github.com/icewal/ingestor/shared/tables"
@@ -155,5 +159,77 @@ func TestTenancy(t *testing.T) {
 		if _, err := NewTenancy(bad.keys, bad.n); err == nil {
 			t.Errorf("NewTenancy(%q, %d) accepted", bad.keys, bad.n)
 		}
+	}
+}
+
+// TestGeneratorPayload produces through a real broker with a Payload
+// function and reads back the keys and values it made, with every
+// BadEvery-th record still a bad one.
+func TestGeneratorPayload(t *testing.T) {
+	k, err := StartKafka(KafkaOptions{Partitions: 2, Topics: []string{"shapes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	g, err := NewGenerator(k.Addrs(), "shapes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	shape := NarrowShape()
+	ten, err := NewTenancy(KeysSkewed, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	g.Time = func(int64) time.Time { return at }
+	g.BadEvery = 10
+	g.Payload = func(seq int64, at time.Time) ([]byte, []byte) {
+		name := ten.Name(ten.Of(seq))
+		return []byte(name), shape.Append(nil, EventID(3, seq), name, seq, at)
+	}
+	const n = 200
+	if err := g.Run(context.Background(), 0, n); err != nil {
+		t.Fatal(err)
+	}
+	if good, bad := g.Produced(); good != 180 || bad != 20 {
+		t.Fatalf("produced %d good and %d bad, want 180 and 20", good, bad)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.ConsumeTopics("shapes"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	seen := 0
+	for seen < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of %d records: %v", seen, n, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			var ev struct {
+				ID     string `json:"event_id"`
+				Tenant string `json:"tenant"`
+			}
+			// A bad record keeps the generator's own key, its number.
+			if seq, err := strconv.ParseInt(string(r.Key), 10, 64); err == nil {
+				if seq%10 != 9 {
+					t.Errorf("record %d is a bad one, want only every 10th", seq)
+				}
+				return
+			}
+			if err := json.Unmarshal(r.Value, &ev); err != nil {
+				t.Errorf("record with key %q: %v", r.Key, err)
+				return
+			}
+			_, seq, ok := ParseEventID(ev.ID)
+			if !ok || string(r.Key) != ev.Tenant || ev.Tenant != ten.Name(ten.Of(seq)) {
+				t.Errorf("record key %q, event %s of tenant %s", r.Key, ev.ID, ev.Tenant)
+			}
+		})
 	}
 }
