@@ -172,8 +172,12 @@ type Lock struct{ f *os.File }
 func lockPath(dir, role string) string { return filepath.Join(dir, "."+role+".lock") }
 
 // AcquireLock takes role's lock, failing at once if another process holds
-// it: two consumers on one WAL directory would corrupt it.
+// it: two consumers on one WAL directory would corrupt it. It creates the
+// directory when it is missing, whichever role starts first.
 func AcquireLock(dir, role string) (*Lock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create wal dir: %w", err)
+	}
 	f, err := os.OpenFile(lockPath(dir, role), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open %s lock: %w", role, err)

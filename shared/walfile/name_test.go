@@ -136,7 +136,8 @@ func TestMarkerAtomicRoundTrip(t *testing.T) {
 }
 
 func TestLockExcludesSecondHolder(t *testing.T) {
-	dir := t.TempDir()
+	// The directory does not exist yet: the first role to start creates it.
+	dir := filepath.Join(t.TempDir(), "wal")
 	if Held(dir, "consumer") {
 		t.Fatal("lock held before anyone took it")
 	}
