@@ -26,16 +26,11 @@ import (
 )
 
 // ageCheckInterval is how often idle segments are checked for their age:
-// every 30 seconds, or more often when segments may live shorter.
+// every 30 seconds at most, and a tenth of the age limit when that is
+// shorter, so that a segment outlives its limit by little (the check is a
+// loop over the open partitions, cheap at any rate).
 func ageCheckInterval(maxAge time.Duration) time.Duration {
-	d := 30 * time.Second
-	if maxAge/4 < d {
-		d = maxAge / 4
-	}
-	if d < 100*time.Millisecond {
-		d = 100 * time.Millisecond
-	}
-	return d
+	return max(min(30*time.Second, maxAge/10), 100*time.Millisecond)
 }
 
 // Consumer runs one Kafka consumer group per dataset and writes the WAL.
@@ -155,7 +150,8 @@ type loop struct {
 	// dlqErr holds the first failed dead-letter write.
 	dlqErr errOnce
 	// owned counts the partitions assigned to this loop.
-	owned atomic.Int64
+	owned  atomic.Int64
+	failed atomic.Bool // a fatal error ended the loop: revoke must not rotate (fatal.go)
 }
 
 func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.Dataset) (*loop, error) {
@@ -194,7 +190,8 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		kgo.BlockRebalanceOnPoll(),
 		// A short heartbeat makes partitions move quickly between pods.
 		kgo.HeartbeatInterval(500*time.Millisecond),
-		kgo.SessionTimeout(6*time.Second), // a killed member's partitions move after 6 s, not kgo's 45 s; 6 s is the brokers' default minimum
+		kgo.SessionTimeout(6*time.Second),   // a killed member's partitions move after 6 s, not kgo's 45 s; 6 s is the brokers' default minimum
+		kgo.RebalanceTimeout(5*time.Second), // under the session timeout: a member killed mid-rebalance holds the group up 5 s, not kgo's 60 s (kfake expels waiting members after a session)
 		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.OnPartitionsAssigned(l.assigned),
 		kgo.OnPartitionsRevoked(l.revoked),
@@ -261,7 +258,7 @@ func (l *loop) run(drain, hard context.Context) error {
 			}
 		})
 		if werr != nil {
-			l.cl.Close()
+			l.abandon()
 			return fmt.Errorf("dataset %s: %w", l.ds.Name, werr)
 		}
 		// A consumer that never gets a partition says why it may be, once
@@ -277,7 +274,7 @@ func (l *loop) run(drain, hard context.Context) error {
 		if now := time.Now(); now.After(nextAge) {
 			nextAge = now.Add(tick)
 			if err := l.w.rotateAged(hard); err != nil {
-				l.cl.Close()
+				l.abandon()
 				return fmt.Errorf("dataset %s: %w", l.ds.Name, err)
 			}
 		}
@@ -423,7 +420,7 @@ func (l *loop) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) 
 // of each cooperative rebalance: a no-op then.
 func (l *loop) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
 	ps := m[l.ds.Topic]
-	if len(ps) == 0 {
+	if len(ps) == 0 || l.failed.Load() {
 		return
 	}
 	l.owned.Add(-int64(len(ps)))

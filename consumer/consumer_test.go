@@ -337,3 +337,16 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestAgeCheckInterval(t *testing.T) {
+	for _, tc := range []struct{ age, want time.Duration }{
+		{5 * time.Minute, 30 * time.Second},
+		{30 * time.Second, 3 * time.Second},
+		{3 * time.Second, 300 * time.Millisecond},
+		{100 * time.Millisecond, 100 * time.Millisecond},
+	} {
+		if got := ageCheckInterval(tc.age); got != tc.want {
+			t.Errorf("ageCheckInterval(%s) = %s, want %s", tc.age, got, tc.want)
+		}
+	}
+}

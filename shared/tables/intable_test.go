@@ -3,6 +3,8 @@ package tables
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,8 +217,12 @@ func BenchmarkSegmentsInTable(b *testing.B) {
 	const snapshots, filesPer, local = 1000, 10, 100
 	start := time.Now()
 	cat, tbl, ids := manyFilesTable(b, snapshots, filesPer)
-	b.Logf("built a table of %d files in %d snapshots in %s; metadata %s",
-		snapshots*filesPer, snapshots, time.Since(start).Round(time.Millisecond), tbl.MetadataLocation())
+	var size int64
+	if info, err := os.Stat(strings.TrimPrefix(tbl.MetadataLocation(), "file://")); err == nil {
+		size = info.Size()
+	}
+	b.Logf("built a table of %d files in %d snapshots in %s; its metadata file holds %d KiB",
+		snapshots*filesPer, snapshots, time.Since(start).Round(time.Millisecond), size>>10)
 	ctx := context.Background()
 	now := time.Now()
 	// 100 local segments: half of them in the table, half not.

@@ -1,0 +1,63 @@
+package consumer
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// TestFatalCommitErrorEndsRun makes the broker refuse the offset commit of
+// a rotation: that is fatal, and Run must return the error (so that the
+// process exits, is restarted and recovers) instead of hanging in the Kafka
+// client's Close, and nothing may be committed on the way out, the revoke
+// callback included. The ready files stay for the next start's recovery.
+func TestFatalCommitErrorEndsRun(t *testing.T) {
+	e := startConsumer(t, func(c *Consumer) { c.cfg.Ingestion.WAL.MaxFileAgeMinutes = 0.05 })
+	e.produce(t, 0, 30)
+	waitFor(t, "records consumed", 20*time.Second, func() bool { return e.consumed() == 30 })
+	var refused int
+	e.cluster.ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		e.cluster.KeepControl()
+		req := r.(*kmsg.OffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		refused++
+		return resp, nil, true
+	})
+	select {
+	case err := <-e.done:
+		if err == nil || !strings.Contains(err.Error(), "commit offsets") {
+			t.Fatalf("Run returned %v, want the failed offset commit", err)
+		}
+		e.done <- err // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30 s of a refused offset commit")
+	}
+	if refused != 1 {
+		t.Errorf("%d offset commits tried, want 1: nothing is committed after a fatal error", refused)
+	}
+	if got := e.committed(t); got != 0 {
+		t.Errorf("offsets committed: %d, want none", got)
+	}
+	if len(readyFiles(t, e.cfg.Ingestion.WAL.Dir)) == 0 {
+		t.Fatal("no ready file left for recovery")
+	}
+	if files, _ := walfile.List(e.cfg.Ingestion.WAL.Dir); len(files) == 0 {
+		t.Fatal("WAL empty")
+	}
+}

@@ -1,0 +1,382 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/icewal/ingestor/shared/failpoint"
+)
+
+// Chaos test figures: at least chaosEvents events over chaosPartitions
+// partitions, produced over chaosProduce while processes are killed every
+// 2 to 6 seconds, at least chaosMinKills times.
+const (
+	chaosEvents     = 200_000
+	chaosPartitions = 8
+	chaosProduce    = 120 * time.Second
+	chaosMinKills   = 30
+)
+
+// chaosFailpoints arms every failpoint with a small probability in every
+// process: crashes at the exact step boundaries, on top of the SIGKILLs at
+// random moments. The probabilities are set for about one crash per point
+// per run at this test's rates (a point hit once per segment fires less
+// often than one hit once per commit).
+var chaosFailpoints = map[string]string{
+	failpoint.ConsumerBeforeRename:    "p0.0003",
+	failpoint.ConsumerBeforeDirSync:   "p0.01",
+	failpoint.ConsumerAfterRename:     "p0.01",
+	failpoint.ConsumerAfterCommit:     "p0.01",
+	failpoint.ConsumerDuringRecovery:  "p0.05",
+	failpoint.UploaderBeforeObject:    "p0.0003",
+	failpoint.UploaderBeforeMarker:    "p0.0003",
+	failpoint.UploaderAfterMarker:     "p0.0003",
+	failpoint.CommitterAfterAppend:    "p0.004",
+	failpoint.CommitterBetweenDeletes: "p0.0003",
+	failpoint.CommitterAfterDataset:   "p0.004",
+}
+
+// layouts of an instance's processes.
+const (
+	layoutRun   = "run"   // `ingestor run`: the supervisor restarts its children
+	layoutRoles = "roles" // the three roles as separate processes, restarted by the test
+)
+
+// keeper restarts an instance's processes the way Kubernetes restarts the
+// containers of a pod: whatever exits is started again after a short
+// delay, in the instance's current layout.
+type keeper struct {
+	in     *instance
+	rng    func() time.Duration
+	mu     sync.Mutex
+	layout string
+	on     bool
+	dead   map[string]time.Time // when a process was first seen gone
+	starts int
+}
+
+func (k *keeper) expected() []string {
+	if k.layout == layoutRun {
+		return []string{"run"}
+	}
+	return []string{"consumer", "uploader", "committer"}
+}
+
+// loop restarts exited processes until ctx ends.
+func (k *keeper) loop(ctx context.Context) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		k.mu.Lock()
+		if k.on {
+			for _, what := range k.expected() {
+				p := k.in.proc(what)
+				if p != nil && p.running() {
+					delete(k.dead, what)
+					continue
+				}
+				since, ok := k.dead[what]
+				if !ok {
+					k.dead[what] = time.Now().Add(k.rng())
+					continue
+				}
+				if time.Now().After(since) {
+					k.in.start(what)
+					k.starts++
+					delete(k.dead, what)
+				}
+			}
+		}
+		k.mu.Unlock()
+	}
+}
+
+// set changes the layout and whether exited processes are restarted.
+func (k *keeper) set(layout string, on bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.layout, k.on = layout, on
+	k.dead = map[string]time.Time{}
+}
+
+// pids returns the instance's live processes: the supervisor and its
+// children, or the role processes, by what they run.
+func (k *keeper) pids() map[int]string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[int]string{}
+	for _, what := range k.expected() {
+		p := k.in.proc(what)
+		if p == nil || !p.running() {
+			continue
+		}
+		out[p.cmd.Process.Pid] = what
+		if what == "run" {
+			for _, c := range childPIDs(p.cmd.Process.Pid) {
+				out[c] = roleOf(c)
+			}
+		}
+	}
+	return out
+}
+
+// complete reports whether every process of the instance runs: the
+// supervisor with its three children, or the three roles.
+func (k *keeper) complete() bool {
+	roles := map[string]bool{}
+	for _, what := range k.pids() {
+		roles[what] = true
+	}
+	return roles["consumer"] && roles["uploader"] && roles["committer"]
+}
+
+// gone waits until pid has exited (or is a zombie nobody reaps).
+func gone(pid int, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		if f := strings.Fields(string(b)); len(f) > 2 && f[2] == "Z" {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// TestChaos runs two instances of the ingestor in one consumer group, each
+// with its own WAL directory, into one partitioned table, while it SIGKILLs
+// a random role or a whole instance every few seconds and the failpoints
+// crash processes at step boundaries. Instance a starts as `ingestor run`
+// and instance b as three separate role processes; halfway through they
+// swap layouts. Then it stops both in order, lets them take what is left
+// in Kafka, stops them again and scans the table: every event exactly once.
+func TestChaos(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds the supervisor's children in /proc")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("chaos seed %d (set CHAOS_SEED to replay the same choices)", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var rmu sync.Mutex
+	between := func(lo, hi time.Duration) time.Duration {
+		rmu.Lock()
+		defer rmu.Unlock()
+		return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+	}
+	pick := func(n int) int {
+		rmu.Lock()
+		defer rmu.Unlock()
+		return rng.IntN(n)
+	}
+
+	began := time.Now()
+	w := newWorld(t, worldOptions{topics: []string{"chaos"}, partitions: chaosPartitions})
+	var fps []string
+	for name, p := range chaosFailpoints {
+		fps = append(fps, name+"="+p)
+	}
+	env := []string{failpoint.EnvVar + "=" + strings.Join(fps, ",")}
+	ds := []dataset{datasetOf("chaos")}
+	opts := instanceOptions{datasets: ds, maxFileAgeMinutes: 0.05, env: env}
+	a, b := w.newInstance("a", opts), w.newInstance("b", opts)
+	defer a.dumpLogs()
+	defer b.dumpLogs()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	keepers := map[*instance]*keeper{}
+	for _, in := range []*instance{a, b} {
+		k := &keeper{in: in, rng: func() time.Duration { return between(200*time.Millisecond, 1200*time.Millisecond) }, dead: map[string]time.Time{}}
+		keepers[in] = k
+		go k.loop(ctx)
+	}
+	keepers[a].set(layoutRun, true)
+	keepers[b].set(layoutRoles, true)
+
+	at := func(seq int64) time.Time { return baseTime.Add(time.Duration(seq) * 600 * time.Millisecond) }
+	produced := make(chan error, 1)
+	go func() {
+		produced <- w.produce(ctx, "chaos", 0, chaosEvents, int(chaosEvents/chaosProduce.Seconds()), at)
+	}()
+
+	kills := map[string]int{}
+	var killLog []string
+	kill := func(in *instance, kind string) {
+		k := keepers[in]
+		pids := k.pids()
+		var victims []int
+		switch kind {
+		case "role":
+			var roles []int
+			for pid, what := range pids {
+				if what == "consumer" || what == "uploader" || what == "committer" {
+					roles = append(roles, pid)
+				}
+			}
+			if len(roles) == 0 {
+				return // every role is being restarted right now
+			}
+			victims = []int{roles[pick(len(roles))]}
+			kind = "role:" + pids[victims[0]]
+		case "tree":
+			for pid := range pids {
+				victims = append(victims, pid)
+			}
+			kind = "tree:" + k.layout
+		}
+		for _, pid := range victims {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for _, pid := range victims {
+			if !gone(pid, 10*time.Second) {
+				t.Fatalf("pid %d survived SIGKILL", pid)
+			}
+		}
+		// The test's own children: wait until they are reaped, so that
+		// nothing later takes a killed process for a running one.
+		for _, what := range []string{"run", "consumer", "uploader", "committer"} {
+			if p := in.proc(what); p != nil && slices.Contains(victims, p.cmd.Process.Pid) {
+				<-p.done
+			}
+		}
+		kills[kind]++
+		killLog = append(killLog, fmt.Sprintf("%s %s/%s", time.Since(began).Round(time.Millisecond), in.name, kind))
+	}
+
+	producing, swapped := true, false
+	half := time.Now().Add(chaosProduce / 2)
+	for producing || total(kills) < chaosMinKills {
+		select {
+		case err := <-produced:
+			if err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+			producing = false
+			continue
+		case <-time.After(between(2*time.Second, 6*time.Second)):
+		}
+		if !swapped && time.Now().After(half) {
+			// Halfway: both instances die whole and come back in the
+			// other layout, on the same WAL directories.
+			keepers[a].set(layoutRun, false)
+			keepers[b].set(layoutRoles, false)
+			kill(a, "tree")
+			kill(b, "tree")
+			keepers[a].set(layoutRoles, true)
+			keepers[b].set(layoutRun, true)
+			swapped = true
+			continue
+		}
+		in := []*instance{a, b}[pick(2)]
+		if pick(10) < 7 {
+			kill(in, "role")
+		} else {
+			kill(in, "tree")
+		}
+	}
+	chaosEnd := time.Since(began)
+
+	// Orderly stop of both instances at once, as a rolling deploy's
+	// SIGTERMs, once every process is up again (a supervisor may be
+	// waiting out a child's restart delay); then both come back without
+	// failpoints to take what is left in Kafka, and stop in order again.
+	for _, in := range []*instance{a, b} {
+		k := keepers[in]
+		deadline := time.Now().Add(60 * time.Second)
+		for !k.complete() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not every process is running 60 s after the chaos", in.name)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		k.set(k.layout, false)
+	}
+	stopBoth := func(also ...int) {
+		pa, pb := a.terminate(), b.terminate()
+		a.awaitExit(t, pa, 90*time.Second, also...)
+		b.awaitExit(t, pb, 90*time.Second, also...)
+	}
+	// The failpoints are still armed: a process may crash at one while it
+	// drains (exit code 77), and one restarted a moment ago may not have
+	// set up its SIGTERM handler yet, so that SIGTERM ends it at once (-1).
+	// Recovery handles both like any other crash; the stop after the
+	// catch-up below must be clean.
+	stopBoth(failpoint.ExitCode, -1)
+	for _, in := range []*instance{a, b} {
+		in.env = nil
+		for _, what := range keepers[in].expected() {
+			in.start(what)
+		}
+	}
+	w.waitRows(t, map[string]int64{"crash.chaos": chaosEvents}, 3*time.Minute)
+	a.waitReady(t, 30*time.Second)
+	b.waitReady(t, 30*time.Second)
+	stopBoth()
+	cancel()
+
+	missing, dup, unexpected, rows := w.exactlyOnce(t, "crash.chaos", 0, chaosEvents)
+	fired := 0
+	for _, in := range []*instance{a, b} {
+		for _, what := range []string{"run", "consumer", "uploader", "committer"} {
+			fired += len(failpointLine.FindAllString(in.log(what), -1))
+		}
+	}
+	n := total(kills)
+	t.Logf("chaos: %d events over %d partitions, %d table rows; %d SIGKILLs (%s) and %d failpoint crashes in %s of chaos; %d restarts by the test; total %s",
+		chaosEvents, chaosPartitions, rows, n, describe(kills), fired, chaosEnd.Round(time.Second),
+		keepers[a].starts+keepers[b].starts, time.Since(began).Round(time.Second))
+	fmt.Printf("kills survived: %d, lost: %d, duplicated: %d\n", n, missing, dup)
+	if missing > 0 || dup > 0 || unexpected > 0 || rows != chaosEvents {
+		t.Logf("kills: %s", strings.Join(killLog, ", "))
+		t.Fatalf("table holds %d rows: %d events lost, %d duplicated, %d unexpected", rows, missing, dup, unexpected)
+	}
+	if n < chaosMinKills {
+		t.Fatalf("only %d kills", n)
+	}
+	for _, in := range []*instance{a, b} {
+		if left := walLeft(t, in.walDir); len(left) > 0 {
+			t.Errorf("WAL of %s not empty after the orderly stop: %v", in.name, left)
+		}
+	}
+}
+
+var failpointLine = regexp.MustCompile(`failpoint \S+ hit \(\d+\): exiting with code 77`)
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func describe(m map[string]int) string {
+	var parts []string
+	for _, k := range []string{"role:consumer", "role:uploader", "role:committer", "tree:run", "tree:roles"} {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

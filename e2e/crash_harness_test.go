@@ -1,0 +1,560 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icewal/ingestor/internal/devenv"
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/tables"
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// This file is the harness of the crash tests (failpoints, chaos,
+// outages): one world of real parts shared by several ingestor instances,
+// each with its own WAL directory and configuration, whose processes the
+// tests start, kill and stop.
+
+// world is a Kafka-protocol broker, Azurite and a catalog.
+type world struct {
+	t       *testing.T
+	dir     string
+	kafka   *devenv.Kafka
+	kopts   devenv.KafkaOptions
+	broker  string
+	az      *devenv.Azurite
+	pg      *devenv.Postgres
+	catalog map[string]string
+
+	mu    sync.Mutex
+	procs []*xproc
+}
+
+type worldOptions struct {
+	// topics are created with partitions partitions each.
+	topics     []string
+	partitions int32
+	// postgres puts the catalog in PostgreSQL instead of SQLite.
+	postgres bool
+	// restartableKafka persists the broker's records and offsets, so
+	// that restartKafka can bring it back on the same port.
+	restartableKafka bool
+}
+
+func newWorld(t *testing.T, o worldOptions) *world {
+	t.Helper()
+	ctx := context.Background()
+	w := &world{t: t, dir: t.TempDir()}
+	w.kopts = devenv.KafkaOptions{Partitions: o.partitions, Topics: o.topics}
+	if o.restartableKafka {
+		w.kopts.Port = freePorts(t, 1)[0]
+		w.kopts.DataDir = filepath.Join(w.dir, "kafka")
+	}
+	k, err := devenv.StartKafka(w.kopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.kafka = k
+	w.broker = k.Addrs()[0]
+	t.Cleanup(func() { w.kafka.Close() })
+
+	az, err := devenv.StartAzurite(ctx, filepath.Join(w.dir, "azurite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { az.Stop() })
+	w.az = az
+	if err := az.CreateContainer(ctx, "warehouse"); err != nil {
+		t.Fatal(err)
+	}
+	warehouse := az.Location("warehouse", "wh")
+	if o.postgres {
+		pg, err := devenv.StartPostgres(ctx, filepath.Join(w.dir, "pg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pg.Stop() })
+		w.pg = pg
+		w.catalog = pg.CatalogProperties(warehouse)
+	} else {
+		w.catalog = map[string]string{
+			"type": "sql", "uri": "file:" + filepath.Join(w.dir, "catalog.db"),
+			"sql.driver": "sqlite", "sql.dialect": "sqlite", "warehouse": warehouse,
+		}
+	}
+	for k, v := range az.Properties() {
+		w.catalog[k] = v
+	}
+	// Processes die before the parts they talk to are stopped.
+	t.Cleanup(w.killAll)
+	return w
+}
+
+// restartKafka closes the broker and starts a new one on the same port and
+// data directory, after down.
+func (w *world) restartKafka(down time.Duration) {
+	w.t.Helper()
+	w.kafka.Close()
+	time.Sleep(down)
+	k, err := devenv.StartKafka(w.kopts)
+	if err != nil {
+		w.t.Fatalf("restart kafka: %v", err)
+	}
+	w.kafka = k
+}
+
+// dataset is one topic read into one table.
+type dataset struct {
+	topic string
+	table string // namespace.name
+}
+
+func datasetOf(topic string) dataset { return dataset{topic: topic, table: "crash." + topic} }
+
+// instanceOptions configure one ingestor instance.
+type instanceOptions struct {
+	datasets []dataset
+	// maxFileAgeMinutes and maxFileSizeBytes are the rotation limits.
+	maxFileAgeMinutes float64
+	maxFileSizeBytes  int64
+	commitInterval    float64
+	// env is added to the environment of every process of the instance.
+	env []string
+}
+
+// instance is one ingestor deployment: a WAL directory and a config file,
+// run as `ingestor run` or as the three roles apart.
+type instance struct {
+	w       *world
+	name    string
+	dir     string
+	walDir  string
+	cfgPath string
+	cfg     *config.Config
+	metrics map[string]string
+	env     []string
+
+	mu    sync.Mutex
+	procs map[string]*xproc // "run", or a role name
+}
+
+func (w *world) newInstance(name string, o instanceOptions) *instance {
+	w.t.Helper()
+	if o.maxFileAgeMinutes == 0 {
+		o.maxFileAgeMinutes = 0.03
+	}
+	if o.maxFileSizeBytes == 0 {
+		o.maxFileSizeBytes = 4 << 20
+	}
+	if o.commitInterval == 0 {
+		o.commitInterval = 1
+	}
+	in := &instance{w: w, name: name, dir: filepath.Join(w.dir, name), env: o.env, procs: map[string]*xproc{}}
+	in.walDir = filepath.Join(in.dir, "wal")
+	if err := os.MkdirAll(in.walDir, 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	ports := freePorts(w.t, 4)
+	in.metrics = map[string]string{}
+	for i, r := range []string{"supervisor", "consumer", "uploader", "committer"} {
+		in.metrics[r] = fmt.Sprintf("127.0.0.1:%d", ports[i])
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `ingestion:
+  commitIntervalSeconds: %g
+  drainTimeoutSeconds: 60
+  wal: {dir: %q, maxFileAgeMinutes: %g, maxFileSizeBytes: %d}
+kafka: {brokers: [%q]}
+catalog:
+  name: crash
+`, o.commitInterval, in.walDir, o.maxFileAgeMinutes, o.maxFileSizeBytes, w.broker)
+	for k, v := range w.catalog {
+		fmt.Fprintf(&b, "  %s: %q\n", k, v)
+	}
+	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q}\ndatasets:\n",
+		in.metrics["supervisor"], in.metrics["consumer"], in.metrics["uploader"], in.metrics["committer"])
+	for _, d := range o.datasets {
+		fmt.Fprintf(&b, `  - name: %s
+    topic: %s
+    table: %s
+    consumerGroup: ingestor-%s
+    customMapping: {event_id: id, tenant: meta.tenant, ts: meta.ts, country: geo.country, kind: kind, amount: amount}
+    bloomFilterColumns: [event_id]
+    create:
+      columns:
+        - {name: event_id, type: string, required: true}
+        - {name: tenant, type: string}
+        - {name: ts, type: timestamptz, required: true}
+        - {name: country, type: string}
+        - {name: kind, type: string}
+        - {name: amount, type: double}
+      partition:
+        - {column: tenant, transform: identity}
+        - {column: ts, transform: day}
+`, d.topic, d.topic, d.table, d.topic)
+	}
+	in.cfgPath = filepath.Join(in.dir, "ingestor.yaml")
+	if err := os.WriteFile(in.cfgPath, []byte(b.String()), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	cfg, err := config.Load(in.cfgPath)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	in.cfg = cfg
+	return in
+}
+
+// xproc is one running ingestor process.
+type xproc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func (p *xproc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// exitCode returns the process's exit code, -1 if a signal ended it.
+func (p *xproc) exitCode() int {
+	<-p.done
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		return -2
+	}
+	return 0
+}
+
+// start starts `ingestor <what> --config` for the instance; what is "run"
+// or a role. Its output is appended to <instance dir>/<what>.log.
+func (in *instance) start(what string) *xproc {
+	in.w.t.Helper()
+	logf, err := os.OpenFile(filepath.Join(in.dir, what+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		in.w.t.Fatal(err)
+	}
+	cmd := exec.Command(binary, what, "--config", in.cfgPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// The children of `run` inherit this environment.
+	cmd.Env = append(os.Environ(), in.env...)
+	if err := cmd.Start(); err != nil {
+		in.w.t.Fatal(err)
+	}
+	logf.Close() // the child holds its own descriptor
+	p := &xproc{name: in.name + "/" + what, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	in.mu.Lock()
+	in.procs[what] = p
+	in.mu.Unlock()
+	in.w.mu.Lock()
+	in.w.procs = append(in.w.procs, p)
+	in.w.mu.Unlock()
+	return p
+}
+
+// proc returns the last process started for what.
+func (in *instance) proc(what string) *xproc {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.procs[what]
+}
+
+// stop sends SIGTERM to every running process of the instance and waits
+// for each to exit with code 0 within limit.
+func (in *instance) stop(t *testing.T, limit time.Duration) {
+	t.Helper()
+	in.awaitExit(t, in.terminate(), limit)
+}
+
+// terminate sends SIGTERM to every running process of the instance and
+// returns them.
+func (in *instance) terminate() []*xproc {
+	in.mu.Lock()
+	var ps []*xproc
+	for _, p := range in.procs {
+		if p.running() {
+			ps = append(ps, p)
+		}
+	}
+	in.mu.Unlock()
+	for _, p := range ps {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	return ps
+}
+
+// awaitExit waits for each process to exit within limit, with code 0 or
+// one of also.
+func (in *instance) awaitExit(t *testing.T, ps []*xproc, limit time.Duration, also ...int) {
+	t.Helper()
+	deadline := time.After(limit)
+	for _, p := range ps {
+		select {
+		case <-p.done:
+		case <-deadline:
+			t.Fatalf("%s did not exit within %s of SIGTERM", p.name, limit)
+		}
+		if code := p.exitCode(); code != 0 && !slices.Contains(also, code) {
+			t.Fatalf("%s exited with code %d after SIGTERM (%v)", p.name, code, p.err)
+		}
+	}
+}
+
+// waitReady waits until the metrics endpoint of each running process of
+// the instance answers. A process opens it just before it sets up its
+// SIGTERM handler; a SIGTERM before that ends the process at once.
+func (in *instance) waitReady(t *testing.T, limit time.Duration) {
+	t.Helper()
+	in.mu.Lock()
+	var whats []string
+	for what, p := range in.procs {
+		if p.running() {
+			whats = append(whats, what)
+		}
+	}
+	in.mu.Unlock()
+	deadline := time.Now().Add(limit)
+	for _, what := range whats {
+		addr := in.metrics[what]
+		if what == "run" {
+			addr = in.metrics["supervisor"]
+		}
+		for {
+			if _, err := devenv.Scrape(context.Background(), addr); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s/%s: metrics at %s do not answer after %s", in.name, what, addr, limit)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+}
+
+// killAll SIGKILLs every process still running, children of supervisors
+// first, at the end of a test.
+func (w *world) killAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.procs {
+		if p.running() {
+			for _, c := range childPIDs(p.cmd.Process.Pid) {
+				syscall.Kill(c, syscall.SIGKILL)
+			}
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+}
+
+// log returns the instance's log of what.
+func (in *instance) log(what string) string {
+	b, _ := os.ReadFile(filepath.Join(in.dir, what+".log"))
+	return string(b)
+}
+
+// dumpLogs prints the tail of each log of the instance when the test failed.
+func (in *instance) dumpLogs() {
+	if !in.w.t.Failed() {
+		return
+	}
+	for _, what := range []string{"run", "consumer", "uploader", "committer"} {
+		b := in.log(what)
+		if b == "" {
+			continue
+		}
+		if len(b) > 15000 {
+			b = b[len(b)-15000:]
+		}
+		in.w.t.Logf("log of %s/%s (tail):\n%s", in.name, what, b)
+	}
+}
+
+// childPIDs returns the children of pid, read from /proc.
+func childPIDs(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// roleOf returns the subcommand a process runs (its first argument).
+func roleOf(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	args := bytes.Split(b, []byte{0})
+	if len(args) < 2 {
+		return ""
+	}
+	return string(args[1])
+}
+
+// produce sends count events numbered from first to topic at rate events
+// per second (0: at once), event seq timed by at.
+func (w *world) produce(ctx context.Context, topic string, first, count int64, rate int, at func(int64) time.Time) error {
+	g, err := devenv.NewGenerator([]string{w.broker}, topic)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	g.Rate = rate
+	g.Time = at
+	return g.Run(ctx, first, count)
+}
+
+// openTable loads a table through the world's catalog.
+func (w *world) openTable(ctx context.Context, name string) (*table.Table, func(), error) {
+	cat, err := tables.OpenCatalog(ctx, config.Catalog{Name: "crash", Properties: w.catalog})
+	if err != nil {
+		return nil, nil, err
+	}
+	closeCat := func() {
+		if c, ok := cat.(catalog.Closer); ok {
+			c.Close()
+		}
+	}
+	ns, tbl, _ := strings.Cut(name, ".")
+	t, err := cat.LoadTable(ctx, catalog.ToIdentifier(ns, tbl))
+	if err != nil {
+		closeCat()
+		return nil, nil, err
+	}
+	return t, closeCat, nil
+}
+
+// tableRows returns the rows the table's current snapshot records, -1 if
+// the table cannot be loaded.
+func (w *world) tableRows(ctx context.Context, name string) int64 {
+	tbl, closeCat, err := w.openTable(ctx, name)
+	if err != nil {
+		return -1
+	}
+	defer closeCat()
+	snap := tbl.CurrentSnapshot()
+	if snap == nil || snap.Summary == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(snap.Summary.Properties["total-records"], 10, 64)
+	return n
+}
+
+// waitRows waits until every table holds at least want[table] rows.
+func (w *world) waitRows(t *testing.T, want map[string]int64, limit time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(limit)
+	for {
+		short := ""
+		for name, n := range want {
+			if got := w.tableRows(ctx, name); got < n {
+				short = fmt.Sprintf("%s holds %d rows, want %d", name, got, n)
+				break
+			}
+		}
+		if short == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", limit, short)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// exactlyOnce scans the table's event_id column and compares it with the
+// events numbered first..first+count-1: it returns how many are missing,
+// how many are there more than once, and how many rows are not expected.
+func (w *world) exactlyOnce(t *testing.T, name string, first, count int64) (missing, duplicated, unexpected int, rows int64) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, closeCat, err := w.openTable(ctx, name)
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
+	}
+	defer closeCat()
+	at, err := tbl.Scan(table.WithSelectedFields("event_id")).ToArrowTable(ctx)
+	if err != nil {
+		t.Fatalf("scan %s: %v", name, err)
+	}
+	defer at.Release()
+	seen := make([]uint8, count)
+	for _, chunk := range at.Column(0).Data().Chunks() {
+		ids := chunk.(*array.String)
+		for i := 0; i < ids.Len(); i++ {
+			id := ids.Value(i)
+			seq, err := strconv.ParseInt(strings.TrimPrefix(id, "evt-"), 10, 64)
+			if err != nil || !strings.HasPrefix(id, "evt-") || seq < first || seq >= first+count {
+				unexpected++
+				continue
+			}
+			if seen[seq-first] < 255 {
+				seen[seq-first]++
+			}
+		}
+	}
+	for _, n := range seen {
+		switch {
+		case n == 0:
+			missing++
+		case n > 1:
+			duplicated++
+		}
+	}
+	return missing, duplicated, unexpected, at.NumRows()
+}
+
+// walLeft lists the ready, active and uploaded files left in a WAL dir.
+func walLeft(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := walfile.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Name.String())
+	}
+	return names
+}

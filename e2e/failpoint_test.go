@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/icewal/ingestor/shared/failpoint"
+)
+
+// TestFailpoints crashes `ingestor run` at each failpoint in turn and checks
+// that every event still lands in the tables exactly once.
+//
+// Each failpoint gets its own instance (WAL directory, two datasets, two
+// tables, two topics) in one shared world. The instance's processes get
+// INGESTOR_FAILPOINTS=<name>=1@<marker>: the supervisor's children inherit
+// it, the first child to reach the point creates the marker and exits with
+// code 77, and the child the supervisor starts again finds the marker and
+// runs without the point armed. So each point fires exactly once per
+// instance, and the marker proves it fired. consumer.during-recovery needs
+// something for recovery to delete, so consumer.after-rename is armed with
+// it (with its own marker).
+func TestFailpoints(t *testing.T) {
+	names := failpoint.Names()
+	var topics []string
+	for i := range names {
+		topics = append(topics, fmt.Sprintf("fp%da", i), fmt.Sprintf("fp%db", i))
+	}
+	w := newWorld(t, worldOptions{topics: topics, partitions: 4})
+	const before, during = 1500, 1000
+	at := func(seq int64) time.Time { return baseTime.Add(time.Duration(seq) * 20 * time.Second) }
+	start := time.Now()
+	ran, hit := 0, 0
+	for i, name := range names {
+		t.Run(name, func(t *testing.T) {
+			ran++
+			ctx := context.Background()
+			ds := []dataset{datasetOf(topics[2*i]), datasetOf(topics[2*i+1])}
+			marker := filepath.Join(w.dir, "fired-"+name)
+			spec := name + "=1@" + marker
+			if name == failpoint.ConsumerDuringRecovery {
+				spec += "," + failpoint.ConsumerAfterRename + "=1@" + marker + ".after-rename"
+			}
+			in := w.newInstance("fp-"+name, instanceOptions{datasets: ds, env: []string{failpoint.EnvVar + "=" + spec}})
+			defer in.dumpLogs()
+			for _, d := range ds {
+				if err := w.produce(ctx, d.topic, 0, before, 0, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			began := time.Now()
+			in.start("run")
+			// More events while it runs, so that work goes on after the
+			// crash and the restart.
+			for _, d := range ds {
+				if err := w.produce(ctx, d.topic, before, during, 2000, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				if _, err := os.Stat(marker); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("failpoint %s was not hit within 60 s", name)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			hit++
+			// The supervisor starts the crashed role again (after its
+			// restart delay); only then is an orderly stop a full one.
+			deadline = time.Now().Add(30 * time.Second)
+			for strings.Count(in.log("run"), `"msg":"role started"`) < 4 {
+				if time.Now().After(deadline) {
+					t.Fatal("the crashed role was not started again within 30 s")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			want := map[string]int64{}
+			for _, d := range ds {
+				want[d.table] = before + during
+			}
+			w.waitRows(t, want, 90*time.Second)
+			in.stop(t, 90*time.Second)
+
+			log := in.log("run")
+			if !strings.Contains(log, "failpoint "+name+" hit (1): exiting with code 77") {
+				t.Errorf("the supervisor's log does not show the failpoint's line")
+			}
+			if !strings.Contains(log, "exit status 77") {
+				t.Errorf("the supervisor's log does not show a child exiting with code 77")
+			}
+			for _, d := range ds {
+				missing, dup, unexpected, rows := w.exactlyOnce(t, d.table, 0, before+during)
+				if missing+dup+unexpected > 0 {
+					t.Errorf("%s after a crash at %s: %d rows, %d events missing, %d duplicated, %d unexpected",
+						d.table, name, rows, missing, dup, unexpected)
+				}
+			}
+			if left := walLeft(t, in.walDir); len(left) > 0 {
+				t.Errorf("WAL not empty after the orderly stop: %v", left)
+			}
+			t.Logf("failpoint %s: hit, crashed with code 77, restarted; %d events in each of 2 tables exactly once (%s)",
+				name, before+during, time.Since(began).Round(100*time.Millisecond))
+		})
+	}
+	t.Logf("failpoints hit: %d of %d run (%d defined); every event exactly once after each (%s)",
+		hit, ran, len(names), time.Since(start).Round(time.Second))
+	if hit != ran {
+		t.Errorf("only %d of %d failpoints were hit", hit, ran)
+	}
+}
