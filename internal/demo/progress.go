@@ -46,6 +46,11 @@ func (p *progress) print(ctx context.Context, gen *devenv.Generator) {
 	c := p.scrape(ctx, role.Consumer)
 	u := p.scrape(ctx, role.Uploader)
 	m := p.scrape(ctx, role.Committer)
+	if len(c) == 0 || len(u) == 0 || len(m) == 0 {
+		// A role is starting, restarting or has stopped at the end of a
+		// drain: its counters are not there to print.
+		return
+	}
 	consumed := c.Sum("ingestor_consumer_records_total")
 	now := time.Now()
 	rate := (consumed - p.prev) / now.Sub(p.last).Seconds()
