@@ -468,19 +468,26 @@ func (c *Committer) offsetsCommitted(ctx context.Context, log *slog.Logger, d co
 	if err != nil {
 		return nil, fmt.Errorf("group %s: %w", d.ConsumerGroup, err)
 	}
+	walID, err := walfile.WALID(c.dir)
+	if err != nil {
+		return nil, err
+	}
 	var keep []*segment
 	waiting := 0
 	for _, s := range pending {
 		o, ok := offsets.Lookup(d.Topic, s.ready.Partition)
-		if ok && o.Err == nil && o.At > s.ready.End {
+		committed := int64(-1)
+		if ok && o.Err == nil {
+			// Only this WAL directory's own commits count (see
+			// walfile.Ledger): another instance that read the same
+			// records again may have committed past the file.
+			committed = walfile.CommittedFor(walID, o.At, o.Metadata)
+		}
+		if committed > s.ready.End {
 			keep = append(keep, s)
 			continue
 		}
 		waiting++
-		committed := int64(-1)
-		if ok {
-			committed = o.At
-		}
 		log.Warn("segment not added: no committed offset past it", "partition", s.ready.Partition,
 			"file", s.ready.Name.String(), "end", s.ready.End, "committed", committed)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,6 +40,8 @@ type Consumer struct {
 	log  *slog.Logger
 	m    *metrics
 	gate *gate
+	// walID names this WAL directory in the commit ledgers.
+	walID string
 	// mem counts the memory of every open segment of every dataset.
 	mem  *budgetAllocator
 	opts []kgo.Opt // extra client options, for tests
@@ -96,6 +99,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return err
 	}
 	defer lock.Release()
+	if c.walID, err = walfile.WALID(dir); err != nil {
+		return err
+	}
 	if err := walfile.RemoveTmp(dir); err != nil {
 		return err
 	}
@@ -149,6 +155,9 @@ type loop struct {
 	fatal chan error
 	// dlqErr holds the first failed dead-letter write.
 	dlqErr errOnce
+	// ledgers are the commit ledgers of the owned partitions.
+	ledgerMu sync.Mutex
+	ledgers  map[int32]walfile.Ledger
 	// owned counts the partitions assigned to this loop.
 	owned  atomic.Int64
 	failed atomic.Bool // a fatal error ended the loop: revoke must not rotate (fatal.go)
@@ -354,6 +363,55 @@ func (e *errOnce) get() error {
 	return e.err
 }
 
+// loadLedgers reads the committed offsets' metadata of newly assigned
+// partitions.
+func (l *loop) loadLedgers(ctx context.Context, cl *kgo.Client, partitions []int32) error {
+	if len(partitions) == 0 {
+		return nil
+	}
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, l.ds.ConsumerGroup)
+	if err != nil {
+		return err
+	}
+	l.ledgerMu.Lock()
+	defer l.ledgerMu.Unlock()
+	if l.ledgers == nil {
+		l.ledgers = map[int32]walfile.Ledger{}
+	}
+	for _, p := range partitions {
+		led := walfile.Ledger{}
+		if o, ok := offs.Lookup(l.ds.Topic, p); ok && o.Err == nil {
+			if parsed, ok := walfile.ParseLedger(o.Metadata); ok {
+				led = parsed
+			}
+		}
+		l.ledgers[p] = led
+	}
+	return nil
+}
+
+// withLedger makes the offset commit carry, for each partition, the
+// ledger with this WAL directory's entry set to the committed offset.
+func (l *loop) withLedger(ctx context.Context) context.Context {
+	return kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		l.ledgerMu.Lock()
+		defer l.ledgerMu.Unlock()
+		for ti := range req.Topics {
+			for pi := range req.Topics[ti].Partitions {
+				p := &req.Topics[ti].Partitions[pi]
+				led, ok := l.ledgers[p.Partition]
+				if !ok {
+					return fmt.Errorf("no commit ledger for partition %d", p.Partition)
+				}
+				meta := led.With(l.c.walID, p.Offset)
+				p.Metadata = &meta
+				led[l.c.walID] = p.Offset
+			}
+		}
+		return nil
+	})
+}
+
 // commit commits offsets synchronously, retrying transient errors. Errors
 // that mean the partitions are no longer ours are returned at once. With a
 // dead-letter topic, every dropped record up to the offsets must have been
@@ -383,7 +441,7 @@ func (l *loop) commit(ctx context.Context, topic string, offsets map[int32]int64
 			}
 		}
 		var cerr error
-		l.cl.CommitOffsetsSync(ctx, req, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		l.cl.CommitOffsetsSync(l.withLedger(ctx), req, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			if err != nil {
 				cerr = err
 				return
@@ -408,7 +466,12 @@ func (l *loop) commit(ctx context.Context, topic string, offsets map[int32]int64
 	return last
 }
 
-func (l *loop) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+func (l *loop) assigned(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
+	// The ledgers of the new partitions' commits are carried forward by
+	// this instance's commits; without them it must not commit at all.
+	if err := l.loadLedgers(ctx, cl, m[l.ds.Topic]); err != nil {
+		l.raise(fmt.Errorf("dataset %s: read the commit ledgers of partitions %v: %w", l.ds.Name, m[l.ds.Topic], err))
+	}
 	n := len(m[l.ds.Topic])
 	l.owned.Add(int64(n))
 	l.c.m.assigned.WithLabelValues(l.ds.Name).Add(float64(n))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // runEnv runs a whole Consumer against a kfake broker and a SQLite catalog.
@@ -155,6 +156,25 @@ func TestConsumerWritesReadyFilesAndCommitsOffsets(t *testing.T) {
 	// Age rotation (0.6 s here) makes every segment ready and commits the
 	// offsets of both partitions: 300 records in all.
 	waitFor(t, "offsets committed", 20*time.Second, func() bool { return e.committed(t) == 300 })
+	// Each commit carries the ledger naming this WAL directory.
+	id, err := walfile.WALID(e.cfg.Ingestion.WAL.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.cluster.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), "ingestor-clicks")
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs.Each(func(o kadm.OffsetResponse) {
+		if got := walfile.CommittedFor(id, o.At, o.Metadata); got != o.At {
+			t.Errorf("partition %d: committed %d with metadata %q, covering %d for this directory", o.Partition, o.At, o.Metadata, got)
+		}
+	})
 	var rows int64
 	for _, f := range readyFiles(t, e.cfg.Ingestion.WAL.Dir) {
 		checkSegmentFile(t, f)

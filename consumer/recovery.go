@@ -65,6 +65,10 @@ func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Clie
 	if len(mine) == 0 {
 		return nil
 	}
+	walID, err := walfile.WALID(dir)
+	if err != nil {
+		return err
+	}
 	committed, err := kadm.NewClient(cl).FetchOffsets(ctx, ds.ConsumerGroup)
 	if err != nil {
 		return fmt.Errorf("recovery of dataset %s: read committed offsets of group %s: %w", ds.Name, ds.ConsumerGroup, err)
@@ -101,7 +105,10 @@ func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Clie
 			off, ok := committed.Lookup(f.Topic, f.Partition)
 			at := int64(-1)
 			if ok && off.Err == nil {
-				at = off.At
+				// Only this directory's own commits count: another
+				// instance that read the same records again after this
+				// one died may have committed past the file.
+				at = walfile.CommittedFor(walID, off.At, off.Metadata)
 			}
 			switch {
 			case at <= f.Start:

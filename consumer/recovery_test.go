@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -226,5 +227,45 @@ func TestRecoveryNeedsKafka(t *testing.T) {
 	}
 	if len(readyFiles(t, e.dir)) != 1 {
 		t.Fatal("recovery deleted files without knowing the committed offsets")
+	}
+}
+
+// TestRecoveryCountsOnlyItsOwnCommits is the case of two instances in one
+// group: this one renamed a segment to ready and died before its offset
+// commit; another instance took the partition, read the same records again
+// and committed past them. The file must go: its rows are in the other
+// instance's files.
+func TestRecoveryCountsOnlyItsOwnCommits(t *testing.T) {
+	ctx := context.Background()
+	e := newRecoveryEnv(t, nil)
+	mine := e.segmentFile(t, 0, 100, 120) // renamed, never committed by us
+	ours := e.segmentFile(t, 1, 10, 20)   // committed by us before the other took over
+	id, err := walfile.WALID(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Partition 1: we committed 21, then "other" committed 60 and carried
+	// our entry forward. Partition 0: only "other" ever committed.
+	p1 := walfile.Ledger{id: 21}.With("other", 60)
+	p0 := walfile.Ledger{}.With("other", 200)
+	adm := kadm.NewClient(e.cl)
+	resp, err := adm.CommitOffsets(ctx, e.ds.ConsumerGroup, kadm.Offsets{e.ds.Topic: {
+		0: {Topic: e.ds.Topic, Partition: 0, At: 200, LeaderEpoch: -1, Metadata: p0},
+		1: {Topic: e.ds.Topic, Partition: 1, At: 60, LeaderEpoch: -1, Metadata: p1},
+	}})
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, newMetrics(newRegistry()), discardLogger()); err != nil {
+		t.Fatal(err)
+	}
+	if exists(e.dir, mine) {
+		t.Error("a file only another instance's commit covers was kept: its rows would land twice")
+	}
+	if !exists(e.dir, ours) {
+		t.Error("a file our own commit covered was deleted: its rows would be lost")
 	}
 }
