@@ -10,11 +10,10 @@ import (
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
-// outageFor is how long each dependency stays down. The issue asks for a
-// minute; 25 s is past every retry and backoff step that matters (the
-// uploader's backoff reaches 16 s, the committer retries every interval)
-// and keeps the e2e suite short.
-const outageFor = 25 * time.Second
+// outageFor is how long each of Azure Blob and the catalog stays down: a
+// minute, longer than every retry and backoff step but the uploader's
+// last (which caps at a minute).
+const outageFor = 60 * time.Second
 
 // TestOutages runs `ingestor run` against a PostgreSQL catalog while, in
 // turn, Azure Blob (Azurite) is down, the catalog (PostgreSQL) is down and
@@ -95,7 +94,7 @@ func TestOutages(t *testing.T) {
 			t.Fatal(err)
 		}
 		wait()
-		w.waitRows(t, map[string]int64{table: next}, 90*time.Second)
+		w.waitRows(t, map[string]int64{table: next}, 150*time.Second)
 		t.Logf("azure down %s: consumer wrote %.0f rows meanwhile, %d ready files waited (%d with markers); %.0f upload failures, %.0f commit failures; caught up %s after it came back",
 			outageFor, rowsDown-rows, readyDown, uploadedDown, uf, cf, time.Since(down)-outageFor)
 		if rowsDown-rows < 400*float64(outageFor/time.Second)/2 {
@@ -135,7 +134,7 @@ func TestOutages(t *testing.T) {
 			t.Fatal(err)
 		}
 		wait()
-		w.waitRows(t, map[string]int64{table: next}, 90*time.Second)
+		w.waitRows(t, map[string]int64{table: next}, 150*time.Second)
 		t.Logf("catalog down %s: consumer wrote %.0f rows, uploader stored %.0f files meanwhile; %d ready files waited (%d with markers); %.0f commit failures; caught up %s after it came back",
 			outageFor, rowsDown-rows, up, readyDown, uploadedDown, cf, time.Since(down)-outageFor)
 		if rowsDown-rows < 400*float64(outageFor/time.Second)/2 {
