@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
@@ -219,19 +218,19 @@ func (p *parquetSink) close() {
 	p.w, p.groups = nil, 0
 }
 
-// pipeline is decode -> AppendRow -> a row group every pathRows rows.
+// pipeline is decode -> RowBuilder -> a row group every pathRows rows.
 type pipeline struct {
-	rb   *array.RecordBuilder
+	rb   *RowBuilder
 	sink *parquetSink
 	n    int
 }
 
 func newPipeline(b *testing.B, s *pathShape) *pipeline {
-	return &pipeline{rb: array.NewRecordBuilder(memory.DefaultAllocator, s.arrow), sink: &parquetSink{b: b, schema: s.arrow}}
+	return &pipeline{rb: NewRowBuilder(memory.DefaultAllocator, s.arrow), sink: &parquetSink{b: b, schema: s.arrow}}
 }
 
 func (p *pipeline) add(row Row) {
-	AppendRow(p.rb, row)
+	p.rb.Append(row)
 	if p.n++; p.n == pathRows {
 		p.flush()
 	}
@@ -242,6 +241,9 @@ func (p *pipeline) flush() {
 		return
 	}
 	rec := p.rb.NewRecordBatch()
+	if p.n == pathRows {
+		p.rb.Presize(rec) // as a busy segment does
+	}
 	p.sink.write(rec)
 	rec.Release()
 	p.n = 0
@@ -279,7 +281,7 @@ func decodeAll(b *testing.B, s *pathShape) []Row {
 //	              converting them, the whole decode + mapping of ours
 //	map_jmespath  go-jmespath + conversion on an encoding/json document
 //	map_plain     plain-path lookups + conversion on a built document
-//	arrow         AppendRow of decoded rows, a record batch every 8192
+//	arrow         RowBuilder.Append of decoded rows, a record batch every 8192
 //	parquet       writing those batches (zstd level 1, statistics)
 //	e2e_naive     decode_naive + map_jmespath + arrow + parquet
 //	e2e           decode + arrow + parquet, what a segment does
@@ -340,8 +342,9 @@ func benchStages(b *testing.B, s *pathShape) {
 		}
 		b.SetBytes(perRow)
 		m := startRows()
+		var row Row
 		for i := 0; b.Loop(); i++ {
-			if _, err := d.Decode(s.payloads[i%n]); err != nil {
+			if row, err = d.DecodeInto(row, s.payloads[i%n]); err != nil {
 				b.Fatal(err)
 			}
 			m.rows++
@@ -400,13 +403,15 @@ func benchStages(b *testing.B, s *pathShape) {
 	})
 	b.Run("arrow", func(b *testing.B) {
 		rows := decodeAll(b, s)
-		rb := array.NewRecordBuilder(memory.DefaultAllocator, s.arrow)
+		rb := NewRowBuilder(memory.DefaultAllocator, s.arrow)
 		defer rb.Release()
 		m := startRows()
 		for i := 0; b.Loop(); i++ {
-			AppendRow(rb, rows[i%n])
+			rb.Append(rows[i%n])
 			if (i+1)%pathRows == 0 {
-				rb.NewRecordBatch().Release()
+				rec := rb.NewRecordBatch()
+				rb.Presize(rec)
+				rec.Release()
 			}
 			m.rows++
 		}
@@ -414,10 +419,10 @@ func benchStages(b *testing.B, s *pathShape) {
 	})
 	b.Run("parquet", func(b *testing.B) {
 		rows := decodeAll(b, s)
-		rb := array.NewRecordBuilder(memory.DefaultAllocator, s.arrow)
+		rb := NewRowBuilder(memory.DefaultAllocator, s.arrow)
 		var recs []arrow.RecordBatch
 		for i, r := range rows {
-			AppendRow(rb, r)
+			rb.Append(r)
 			if (i+1)%pathRows == 0 {
 				recs = append(recs, rb.NewRecordBatch())
 			}
@@ -461,9 +466,9 @@ func benchStages(b *testing.B, s *pathShape) {
 		p := newPipeline(b, s)
 		b.SetBytes(perRow)
 		m := startRows()
+		var row Row
 		for i := 0; b.Loop(); i++ {
-			row, err := d.Decode(s.payloads[i%n])
-			if err != nil {
+			if row, err = d.DecodeInto(row, s.payloads[i%n]); err != nil {
 				b.Fatal(err)
 			}
 			p.add(row)
@@ -491,6 +496,7 @@ func BenchmarkPathRatio(b *testing.B) {
 			defer ours.close()
 			defer naive.close()
 			var cpuOurs, cpuNaive, cpuParse time.Duration
+			var row Row
 			var rows int64
 			for batch := 0; b.Loop(); batch++ {
 				payloads := s.payloads[(batch%2)*pathRows : (batch%2+1)*pathRows]
@@ -504,8 +510,7 @@ func BenchmarkPathRatio(b *testing.B) {
 				}
 				t1 := processCPU()
 				for _, p := range payloads {
-					row, err := d.Decode(p)
-					if err != nil {
+					if row, err = d.DecodeInto(row, p); err != nil {
 						b.Fatal(err)
 					}
 					ours.add(row)

@@ -221,13 +221,27 @@ func syntaxError(err error) *DecodeError {
 // Decode parses one JSON payload and converts it to a Row. The error is
 // always a *DecodeError.
 func (d *Decoder) Decode(payload []byte) (Row, error) {
+	return d.DecodeInto(nil, payload)
+}
+
+// DecodeInto is Decode writing into dst when it has room for the row, so
+// a caller that is done with each row before the next (the segment writer
+// copies the values into Arrow builders) allocates no Row per record. The
+// returned Row is dst resliced, or a new one when dst is too small.
+func (d *Decoder) DecodeInto(dst Row, payload []byte) (Row, error) {
 	// One copy of the payload; every unescaped string and every number in
 	// the row is a substring of it.
 	if d.maxBytes > 0 && len(payload) > d.maxBytes {
 		return nil, &DecodeError{Reason: ReasonTooLarge, Err: fmt.Errorf("%d bytes, over the limit of %d", len(payload), d.maxBytes)}
 	}
 	p := parser{s: string(payload), max: d.maxDepth}
-	row := make(Row, len(d.cols))
+	var row Row
+	if cap(dst) >= len(d.cols) {
+		row = dst[:len(d.cols)]
+		clear(row)
+	} else {
+		row = make(Row, len(d.cols))
+	}
 	if d.root != nil {
 		// Only plain paths: one pass that materializes only the mapped
 		// values and validates the rest without building it.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -21,11 +20,15 @@ import (
 // flushRows is the number of buffered rows turned into one Parquet row
 // group. Rows are buffered in Arrow builders and written as a row group
 // when this many have arrived, so memory per open segment stays bounded.
-const flushRows = 8192
+const flushRows = 16384
 
 // flushBytes bounds the JSON payload bytes buffered per segment before a
 // row group is written, for wide rows.
-const flushBytes = 16 << 20
+const flushBytes = 32 << 20
+
+// dictPageLimit is the dictionary size at which a column chunk falls back
+// to plain encoding.
+const dictPageLimit = 64 << 10
 
 // countingWriter counts the bytes written to the segment file, which is the
 // size rotation compares with ingestion.wal.maxFileSizeBytes.
@@ -55,7 +58,7 @@ type segment struct {
 	f  *os.File
 	cw *countingWriter
 	w  *pqarrow.FileWriter
-	b  *array.RecordBuilder
+	b  *RowBuilder
 }
 
 // writerProps are the Parquet settings of every segment: zstd, statistics
@@ -65,6 +68,12 @@ func writerProps(mem memory.Allocator) *parquet.WriterProperties {
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(1),
 		parquet.WithStats(true),
+		// A column chunk whose dictionary passes 64 KiB (8 bytes a row
+		// in a full 8192-row group) is high-cardinality: ids, e-mail
+		// addresses, free text. It falls back to plain encoding rather
+		// than hashing every remaining value into a dictionary that
+		// cannot pay off. Low-cardinality columns keep their dictionary.
+		parquet.WithDictionaryPageSizeLimit(dictPageLimit),
 		parquet.WithMaxRowGroupLength(1<<20),
 		parquet.WithAllocator(mem),
 	)
@@ -94,13 +103,13 @@ func openSegment(dir, topic string, partition int32, schema *arrow.Schema, parti
 	return &segment{
 		name: n, dir: dir, opened: now, first: -1, last: -1,
 		f: f, cw: cw, w: w,
-		b: array.NewRecordBuilder(mem, schema),
+		b: NewRowBuilder(mem, schema),
 	}, nil
 }
 
 // append adds one decoded row at the given Kafka offset.
 func (s *segment) append(row Row, offset int64, payloadBytes int) error {
-	AppendRow(s.b, row)
+	s.b.Append(row)
 	if s.first < 0 {
 		s.first = offset
 	}
@@ -109,18 +118,32 @@ func (s *segment) append(row Row, offset int64, payloadBytes int) error {
 	s.pending++
 	s.pendingB += int64(payloadBytes)
 	if s.pending >= flushRows || s.pendingB >= flushBytes {
-		return s.flush()
+		return s.write(true)
 	}
 	return nil
 }
 
-// flush writes the buffered rows as one row group.
+// flush writes the buffered rows as one row group and gives back any room
+// reserved for the next batch.
 func (s *segment) flush() error {
+	if s.pending == 0 {
+		s.b.Unsize()
+		return nil
+	}
+	return s.write(false)
+}
+
+// write writes the buffered rows as one row group; busy (a full batch)
+// presizes the builders for the next one.
+func (s *segment) write(busy bool) error {
 	if s.pending == 0 {
 		return nil
 	}
 	rec := s.b.NewRecordBatch()
 	defer rec.Release()
+	if busy {
+		s.b.Presize(rec)
+	}
 	s.pending, s.pendingB = 0, 0
 	if err := s.w.Write(rec); err != nil {
 		return fmt.Errorf("write row group to %s: %w", s.name, err)

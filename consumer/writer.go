@@ -40,6 +40,7 @@ type writer struct {
 	log     *slog.Logger
 	m       *metrics
 	dec     *Decoder
+	row     Row // DecodeInto's scratch row, reused record after record
 	part    *partitioner
 	schema  *arrow.Schema
 	maxSize int64
@@ -117,7 +118,10 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 	}
 	st.next = offset + 1
 
-	row, err := w.dec.Decode(payload)
+	row, err := w.dec.DecodeInto(w.row, payload)
+	if row != nil {
+		w.row = row // a scratch row: the segment copies its values
+	}
 	var vals map[int]any
 	var key string
 	if err == nil {
@@ -335,12 +339,14 @@ func (d *dropLog) note(topic string, partition int32, offset int64, reason strin
 // as row groups until the memory held falls to three eighths of the
 // budget: the rows go to disk early, the files stay open. Half the budget
 // is the mark because the Go heap around the Arrow buffers (and the
-// garbage the collector has not yet reclaimed) takes the rest.
+// garbage the collector has not yet reclaimed) takes the rest. Segments
+// holding room reserved for their next batch and no rows give that room
+// back last.
 func (w *writer) flushLargestLocked() error {
 	var segs []*segment
 	for _, st := range w.parts {
 		for _, seg := range st.segs {
-			if seg.pending > 0 {
+			if seg.pending > 0 || seg.b.Presized() {
 				segs = append(segs, seg)
 			}
 		}
@@ -351,10 +357,13 @@ func (w *writer) flushLargestLocked() error {
 		if w.mem.Current() <= target {
 			break
 		}
+		rows := seg.pending
 		if err := seg.flush(); err != nil {
 			return err
 		}
-		w.m.budgetFlushes.WithLabelValues(w.ds.Name).Inc()
+		if rows > 0 {
+			w.m.budgetFlushes.WithLabelValues(w.ds.Name).Inc()
+		}
 	}
 	return nil
 }
