@@ -115,17 +115,60 @@ func (c *Committer) Run(ctx context.Context) error {
 	defer closeKafka()
 	defer c.closeCatalog()
 
-	c.log.Info("committer started", "interval", c.interval.String(), "datasets", len(c.cfg.Datasets))
-	tick := time.NewTicker(c.interval)
+	poll := pollEvery(c.interval)
+	c.log.Info("committer started", "interval", c.interval.String(), "poll", poll.String(), "datasets", len(c.cfg.Datasets))
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	last := make([]time.Time, len(c.cfg.Datasets)) // when each dataset's last append began
 	for {
 		select {
 		case <-ctx.Done():
 			return c.drain(ctx)
-		case <-tick.C:
-			c.pass(ctx)
+		case now := <-tick.C:
+			c.passDue(ctx, last, now)
 		}
 	}
+}
+
+// pollEvery is how often Run looks for datasets due a commit: a tenth of
+// the interval, between 100 ms and 1 s.
+func pollEvery(interval time.Duration) time.Duration {
+	return min(max(interval/10, 100*time.Millisecond), time.Second)
+}
+
+// settleTime is how long a commit waits, once due, for the uploads of
+// files that rotated together with those already uploaded: a quarter of
+// the interval, at most 5 s.
+func settleTime(interval time.Duration) time.Duration {
+	return min(interval/4, 5*time.Second)
+}
+
+// passDue commits each dataset whose last append began at least an
+// interval ago and that has a settled batch of uploaded files. A dataset
+// thus appends at most once per interval, but a batch that arrives after
+// a quiet spell is committed as soon as it is uploaded instead of waiting
+// for the next tick of a fixed clock: at a file age of 30 s and a 10 s
+// interval that takes up to 10 s off the freshness of the first rows.
+// last is updated for the datasets that tried an append, whatever its
+// outcome, so an unreachable catalog is retried once per interval.
+func (c *Committer) passDue(ctx context.Context, last []time.Time, now time.Time) {
+	ctx, cancel := context.WithTimeout(ctx, max(minPassTimeout, 3*c.interval))
+	defer cancel()
+	settle := settleTime(c.interval)
+	var wg sync.WaitGroup
+	for i, d := range c.cfg.Datasets {
+		if !last[i].IsZero() && now.Sub(last[i]) < c.interval {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c.commitDataset(ctx, d, settle) {
+				last[i] = now
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // connect creates the Kafka admin client that reads committed offsets; it
@@ -166,8 +209,9 @@ func (c *Committer) drain(parent context.Context) error {
 	return nil
 }
 
-// pass commits every dataset once. Datasets run side by side, so that one
-// dataset's slow or failing catalog does not hold up another's.
+// pass commits every dataset once, now: the drain's last pass. Datasets
+// run side by side, so that one dataset's slow or failing catalog does not
+// hold up another's.
 func (c *Committer) pass(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(minPassTimeout, 3*c.interval))
 	defer cancel()
@@ -176,7 +220,7 @@ func (c *Committer) pass(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.commitDataset(ctx, d)
+			c.commitDataset(ctx, d, 0)
 		}()
 	}
 	wg.Wait()
@@ -210,8 +254,12 @@ func (c *Committer) closeCatalog() {
 }
 
 // commitDataset adds the dataset's uploaded segments to its table in one
-// append and deletes their local files.
-func (c *Committer) commitDataset(ctx context.Context, d config.Dataset) {
+// append and deletes their local files. With settle > 0 it waits (returns
+// false, to be asked again) while some of the dataset's ready files are
+// not uploaded yet and the oldest upload is younger than settle, so that
+// files that rotated together are committed together. It reports whether
+// it tried an append.
+func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle time.Duration) bool {
 	log := c.log.With("dataset", d.Name, "topic", d.Topic)
 	fail := func(reason, msg string, err error) {
 		c.metrics.failures.WithLabelValues(d.Name, reason).Inc()
@@ -221,33 +269,36 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset) {
 		log.Error(msg, "reason", reason, "err", err)
 		c.noteFailure(d.Name, reason, msg, err)
 	}
-	pending, err := c.collect(d)
+	pending, unuploaded, err := c.collect(d)
 	if err != nil {
 		fail(reasonError, "list wal dir", err)
-		return
+		return true
 	}
 	if len(pending) == 0 {
 		c.metrics.waiting.WithLabelValues(d.Name).Set(0)
-		return
+		return false
+	}
+	if settle > 0 && unuploaded > 0 && !uploadedBefore(pending, time.Now().Add(-settle)) {
+		return false
 	}
 	cat, err := c.catalog(ctx)
 	if err != nil {
 		fail(reasonError, "open catalog", err)
-		return
+		return true
 	}
 	tbl, err := tables.Load(ctx, cat, d)
 	if err != nil {
 		fail(reasonError, "load table", err)
-		return
+		return true
 	}
 	if pending, err = c.dropInTable(ctx, log, tbl, pending); err != nil {
 		fail(reasonError, "check which segments the table holds", err)
-		return
+		return true
 	}
 	pending, err = c.offsetsCommitted(ctx, log, d, pending)
 	if err != nil {
 		fail(reasonError, "fetch committed offsets", err)
-		return
+		return true
 	}
 	for attempt := 1; len(pending) > 0; attempt++ {
 		files, ids, rows, ok := c.dataFiles(log, tbl, pending)
@@ -257,7 +308,7 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset) {
 			c.metrics.failures.WithLabelValues(d.Name, reasonError).Inc()
 		}
 		if len(files) == 0 {
-			return
+			return true
 		}
 		batch := pending[:0:0]
 		for _, s := range pending {
@@ -283,36 +334,37 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset) {
 				"attempts", attempt, "duration_ms", time.Since(start).Milliseconds())
 			c.removeLocal(log, batch)
 			failpoint.Hit(failpoint.CommitterAfterDataset)
-			return
+			return true
 		case errors.Is(err, errNotCommitted):
 			fail(reasonError, "prepare append", err)
-			return
+			return true
 		case isConflict(err) && attempt < maxAttempts && ctx.Err() == nil:
 			c.metrics.failures.WithLabelValues(d.Name, reasonConflict).Inc()
 			log.Info("commit conflict, reloading the table", "attempt", attempt, "err", err)
 			if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
 				fail(reasonError, "reload table after a conflict", err)
-				return
+				return true
 			}
 			// The reloaded table may hold some of the batch already:
 			// only a crash or an unknown outcome before could do that,
 			// but the check is what keeps an append exactly once.
 			if pending, err = c.dropInTable(ctx, log, tbl, pending); err != nil {
 				fail(reasonError, "check which segments the reloaded table holds", err)
-				return
+				return true
 			}
 			backoff(ctx, attempt)
 		case isConflict(err):
 			fail(reasonConflict, "commit conflicts persist; retrying at the next interval", err)
-			return
+			return true
 		default:
 			// The catalog may have applied the append. Nothing is deleted:
 			// the next pass reloads the table, and SegmentsInTable tells
 			// whether these segments are in it.
 			fail(reasonUnknown, "commit outcome unknown; the next interval checks the table", err)
-			return
+			return true
 		}
 	}
+	return true
 }
 
 // errNotCommitted marks an error before the catalog commit: nothing changed.
@@ -363,12 +415,13 @@ func backoff(ctx context.Context, attempt int) {
 }
 
 // collect returns the dataset's ready segments that have their uploaded_
-// marker, in offset order, and deletes markers whose ready file is gone
+// marker, in offset order, and the number of its ready files still
+// waiting for their upload; it deletes markers whose ready file is gone
 // (left by a crash between the two deletions after a commit).
-func (c *Committer) collect(d config.Dataset) ([]*segment, error) {
+func (c *Committer) collect(d config.Dataset) ([]*segment, int, error) {
 	files, err := walfile.List(c.dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ready := map[uuid.UUID]walfile.File{}
 	markers := map[uuid.UUID]walfile.File{}
@@ -389,7 +442,7 @@ func (c *Committer) collect(d config.Dataset) ([]*segment, error) {
 		r, ok := ready[id]
 		if !ok {
 			if err := walfile.Remove(m.Path); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			orphans = true
 			continue
@@ -403,7 +456,7 @@ func (c *Committer) collect(d config.Dataset) ([]*segment, error) {
 	}
 	if orphans {
 		if err := walfile.SyncDir(c.dir); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	sort.Slice(pending, func(i, j int) bool {
@@ -413,7 +466,18 @@ func (c *Committer) collect(d config.Dataset) ([]*segment, error) {
 		}
 		return a.Start < b.Start
 	})
-	return pending, nil
+	return pending, len(ready) - len(pending), nil
+}
+
+// uploadedBefore reports whether the marker of any of segs was written
+// before t: the oldest upload of a batch has waited long enough.
+func uploadedBefore(segs []*segment, t time.Time) bool {
+	for _, s := range segs {
+		if fi, err := os.Stat(s.marker.Path); err != nil || fi.ModTime().Before(t) {
+			return true // a marker that cannot be read does not hold the batch up
+		}
+	}
+	return false
 }
 
 // dropInTable deletes the local files of segments the table already

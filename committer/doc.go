@@ -1,10 +1,15 @@
 // Package committer is step 6 of the record path: it adds the uploaded WAL
 // segments to their Iceberg tables and then deletes the local copies.
 //
-// At each interval (ingestion.commitIntervalSeconds, shifted by up to ±5 %
-// per process so that pods do not commit together) the committer takes,
-// for each dataset, every ready_ segment that has its uploaded_ marker, and
-// adds them all to the dataset's table in one append. It never reads the
+// At most once per interval (ingestion.commitIntervalSeconds, shifted by up
+// to ±5 % per process so that pods do not commit together) the committer
+// takes, for each dataset, every ready_ segment that has its uploaded_
+// marker, and adds them all to the dataset's table in one append. The
+// interval counts from the dataset's last append, not from a fixed clock:
+// files uploaded after a quiet spell are committed as soon as their batch
+// settles (every file of the dataset uploaded, or the oldest upload a
+// quarter interval old, at most 5 s), which takes up to an interval off
+// the freshness of the first rows without adding appends. It never reads the
 // rows again: each Iceberg data file is built from the local segment's
 // Parquet footer (column statistics, and the partition values the consumer
 // recorded under walfile.MetaPartition), with the object location and size

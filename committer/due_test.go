@@ -1,0 +1,87 @@
+package committer
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// TestCommitWhenDue drives the commit schedule: a dataset appends at most
+// once per interval, a batch that arrives after a quiet spell is
+// committed without waiting for a clock tick, and a due batch waits a
+// little for the uploads of the files that rotated with it.
+func TestCommitWhenDue(t *testing.T) {
+	e := newEnv(t, sqliteCatalog(t.TempDir()))
+	wal := e.walDir("wal")
+	cfg := e.config(wal)
+	cfg.Ingestion.CommitIntervalSeconds = 10
+	c := newCommitter(t, cfg)
+	closeKafka, err := c.connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeKafka()
+	defer c.closeCatalog()
+	ctx := context.Background()
+	settle := settleTime(c.interval)
+	if settle <= 0 || settle > c.interval/2 {
+		t.Fatalf("settle time %s for an interval of %s", settle, c.interval)
+	}
+
+	// Two files rotated together; only a's upload has finished.
+	a := e.writeSegment(wal, "clicks", 0, 0, clickRows(100, 5, 1), true)
+	b := e.writeSegment(wal, "clicks", 1, 0, clickRows(200, 5, 1), false)
+	e.commitOffset("clicks", 0, 5)
+	e.commitOffset("clicks", 1, 5)
+	in := func(s seg) bool { return slices.Contains(walNames(t, wal), s.name.String()) }
+	last := make([]time.Time, len(cfg.Datasets))
+	clicks := slices.IndexFunc(cfg.Datasets, func(d config.Dataset) bool { return d.Name == "clicks" })
+
+	now := time.Now()
+	c.passDue(ctx, last, now)
+	if !in(a) || !last[clicks].IsZero() {
+		t.Fatalf("committed a batch whose other upload is still running, %s before its first upload settled", settle)
+	}
+
+	// b's upload is slow: once a's marker is older than the settle time,
+	// a goes alone.
+	old := now.Add(-settle - time.Second)
+	if err := os.Chtimes(filepath.Join(wal, a.name.As(walfile.Uploaded).String()), old, old); err != nil {
+		t.Fatal(err)
+	}
+	c.passDue(ctx, last, now)
+	if in(a) || !last[clicks].Equal(now) {
+		t.Fatalf("a not committed once settled: in WAL %v, last append %v", in(a), last[clicks])
+	}
+	if n := len(snapshots(e.table("clicks"))); n != 1 {
+		t.Fatalf("%d snapshots after the first append, want 1", n)
+	}
+
+	// b is uploaded now, but the dataset appended less than an interval ago.
+	e.upload(wal, e.table("clicks"), b.name)
+	c.passDue(ctx, last, now.Add(c.interval/2))
+	if !in(b) {
+		t.Fatal("a second append within one interval")
+	}
+	// An interval after the last append, b goes at once: nothing else waits
+	// for an upload, so there is no settling.
+	c.passDue(ctx, last, now.Add(c.interval))
+	if in(b) {
+		t.Fatal("b not committed an interval after the last append")
+	}
+	if n := len(snapshots(e.table("clicks"))); n != 2 {
+		t.Fatalf("%d snapshots, want 2", n)
+	}
+	if got, want := scanColumn(t, e.table("clicks"), "id"), wantColumn("id", a, b); !slices.Equal(got, want) {
+		t.Errorf("clicks ids %v, want %v", got, want)
+	}
+	if !last[1-clicks].IsZero() {
+		t.Fatalf("orders had nothing to commit but its last append is %v", last[1-clicks])
+	}
+}
