@@ -295,10 +295,22 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 		fail(reasonError, "check which segments the table holds", err)
 		return true
 	}
-	pending, err = c.offsetsCommitted(ctx, log, d, pending)
+	pending, waiting, err := c.offsetsCommitted(ctx, d, pending)
 	if err != nil {
 		fail(reasonError, "fetch committed offsets", err)
 		return true
+	}
+	if len(waiting) > 0 {
+		// The consumer commits a file's offset just after renaming it,
+		// and the upload can be quicker: give the commit the settle time
+		// before leaving the file to the next interval.
+		if settle > 0 && !uploadedBefore(waiting, time.Now().Add(-settle)) {
+			return false
+		}
+		for _, s := range waiting {
+			log.Warn("segment not added: no committed offset past it", "partition", s.ready.Partition,
+				"file", s.ready.Name.String(), "end", s.ready.End, "committed", s.committed)
+		}
 	}
 	for attempt := 1; len(pending) > 0; attempt++ {
 		files, ids, rows, ok := c.dataFiles(log, tbl, pending)
@@ -519,10 +531,10 @@ func (c *Committer) dropInTable(ctx context.Context, log *slog.Logger, tbl *tabl
 // offset of the dataset's group past the segment's last offset. The others
 // wait: their offset commit may never have landed, in which case Kafka
 // delivers their rows again and the consumer's recovery deletes them.
-func (c *Committer) offsetsCommitted(ctx context.Context, log *slog.Logger, d config.Dataset, pending []*segment) ([]*segment, error) {
+func (c *Committer) offsetsCommitted(ctx context.Context, d config.Dataset, pending []*segment) (keep, waiting []*segment, err error) {
 	if len(pending) == 0 {
 		c.metrics.waiting.WithLabelValues(d.Name).Set(0)
-		return nil, nil
+		return nil, nil, nil
 	}
 	offsets, err := c.adm.FetchOffsets(ctx, d.ConsumerGroup)
 	if errors.Is(err, kerr.GroupIDNotFound) {
@@ -530,14 +542,12 @@ func (c *Committer) offsetsCommitted(ctx context.Context, log *slog.Logger, d co
 		offsets, err = kadm.OffsetResponses{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("group %s: %w", d.ConsumerGroup, err)
+		return nil, nil, fmt.Errorf("group %s: %w", d.ConsumerGroup, err)
 	}
 	walID, err := walfile.WALID(c.dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var keep []*segment
-	waiting := 0
 	for _, s := range pending {
 		o, ok := offsets.Lookup(d.Topic, s.ready.Partition)
 		committed := int64(-1)
@@ -551,12 +561,11 @@ func (c *Committer) offsetsCommitted(ctx context.Context, log *slog.Logger, d co
 			keep = append(keep, s)
 			continue
 		}
-		waiting++
-		log.Warn("segment not added: no committed offset past it", "partition", s.ready.Partition,
-			"file", s.ready.Name.String(), "end", s.ready.End, "committed", committed)
+		s.committed = committed
+		waiting = append(waiting, s)
 	}
-	c.metrics.waiting.WithLabelValues(d.Name).Set(float64(waiting))
-	return keep, nil
+	c.metrics.waiting.WithLabelValues(d.Name).Set(float64(len(waiting)))
+	return keep, waiting, nil
 }
 
 // dataFiles describes the segments for tbl. A segment that cannot be

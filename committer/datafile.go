@@ -20,6 +20,9 @@ type segment struct {
 	marker walfile.File
 	object walfile.Marker
 	footer *metadata.FileMetaData
+	// committed is this WAL directory's committed offset of the file's
+	// partition when that offset is not yet past the file (-1: none).
+	committed int64
 }
 
 // readFooter reads the Parquet footer of the local ready file once.

@@ -81,6 +81,22 @@ func TestCommitWhenDue(t *testing.T) {
 	if got, want := scanColumn(t, e.table("clicks"), "id"), wantColumn("id", a, b); !slices.Equal(got, want) {
 		t.Errorf("clicks ids %v, want %v", got, want)
 	}
+
+	// A file uploaded before its offset commit landed (the consumer
+	// commits just after the rename; the upload can be quicker) waits
+	// for that commit within the settle time, without using up the
+	// dataset's interval.
+	cc := e.writeSegment(wal, "clicks", 0, 5, clickRows(300, 5, 1), true)
+	later := now.Add(2 * c.interval)
+	c.passDue(ctx, last, later)
+	if !in(cc) || !last[clicks].Equal(now.Add(c.interval)) {
+		t.Fatalf("a file without its offset commit: in WAL %v, last append %v", in(cc), last[clicks])
+	}
+	e.commitOffset("clicks", 0, 10)
+	c.passDue(ctx, last, later)
+	if in(cc) || !last[clicks].Equal(later) {
+		t.Fatalf("not committed once its offset commit landed: in WAL %v, last append %v", in(cc), last[clicks])
+	}
 	if !last[1-clicks].IsZero() {
 		t.Fatalf("orders had nothing to commit but its last append is %v", last[1-clicks])
 	}
