@@ -53,7 +53,7 @@ var (
 )
 
 // loadPathShapes makes the narrow and wide events once per test binary.
-func loadPathShapes(b *testing.B) []*pathShape {
+func loadPathShapes(b testing.TB) []*pathShape {
 	b.Helper()
 	pathShapesOnce.Do(func() {
 		ten, err := devenv.NewTenancy(devenv.KeysUniform, 64)

@@ -107,9 +107,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	// The Go heap is held to the memory budget too, unless the operator
 	// set GOMEMLIMIT: the collector then runs harder rather than letting
-	// garbage push the process over it.
+	// garbage push the process over it. A quarter of the budget is left
+	// to what the limit does not hold: the binary's pages, memory outside
+	// the Go runtime, and the collector's overshoot while the live heap is
+	// near the limit, so that the whole process fits.
 	if os.Getenv("GOMEMLIMIT") == "" && c.cfg.Ingestion.WAL.MemoryBudgetBytes > 0 {
-		debug.SetMemoryLimit(c.cfg.Ingestion.WAL.MemoryBudgetBytes)
+		debug.SetMemoryLimit(c.cfg.Ingestion.WAL.MemoryBudgetBytes / 4 * 3)
 	}
 
 	// Setup and recovery are not interrupted by the drain signal half-way:
@@ -202,6 +205,9 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		kgo.SessionTimeout(6*time.Second),   // a killed member's partitions move after 6 s, not kgo's 45 s; 6 s is the brokers' default minimum
 		kgo.RebalanceTimeout(5*time.Second), // under the session timeout: a member killed mid-rebalance holds the group up 5 s, not kgo's 60 s (kfake expels waiting members after a session)
 		kgo.FetchMaxWait(500*time.Millisecond),
+		// What the Kafka client buffers counts against the memory budget:
+		// a sixteenth of it, shared by the datasets.
+		kgo.FetchMaxBytes(fetchMaxBytes(c.cfg.Ingestion.WAL.MemoryBudgetBytes, len(c.cfg.Datasets))),
 		kgo.OnPartitionsAssigned(l.assigned),
 		kgo.OnPartitionsRevoked(l.revoked),
 		kgo.OnPartitionsLost(l.lost),
@@ -517,4 +523,17 @@ func (l *loop) raise(err error) {
 	case l.fatal <- err:
 	default:
 	}
+}
+
+// fetchMaxBytes bounds one fetch response of a dataset's Kafka client: a
+// sixteenth of the memory budget shared by the datasets, between 1 MiB
+// and franz-go's default of 50 MiB. franz-go buffers one response per
+// broker until it is polled, and a partition's first batch is returned
+// even when larger, so progress never stalls on the bound.
+func fetchMaxBytes(budget int64, datasets int) int32 {
+	const lo, hi = 1 << 20, 50 << 20
+	if budget <= 0 {
+		return hi
+	}
+	return int32(min(max(budget/16/int64(max(datasets, 1)), lo), hi))
 }

@@ -57,8 +57,12 @@ type segment struct {
 
 	f  *os.File
 	cw *countingWriter
-	w  *pqarrow.FileWriter
+	w  *pqarrow.FileWriter // nil until the first row group
 	b  *RowBuilder
+
+	schema        *arrow.Schema
+	partitionJSON string
+	mem           memory.Allocator
 }
 
 // writerProps are the Parquet settings of every segment: zstd, statistics
@@ -79,8 +83,10 @@ func writerProps(mem memory.Allocator) *parquet.WriterProperties {
 	)
 }
 
-// openSegment creates a new active_* file for topic/partition with the
-// partition values stored in the footer's key-value metadata.
+// openSegment creates a new active_* file for topic/partition. Its Parquet
+// writer, which holds the schema and the footer of every column (a few
+// hundred kilobytes for 200 columns), is made when the first row group is
+// written: a segment that only buffers rows costs its Arrow builders.
 func openSegment(dir, topic string, partition int32, schema *arrow.Schema, partitionJSON string, mem memory.Allocator, now time.Time) (*segment, error) {
 	n := walfile.Name{State: walfile.Active, Topic: topic, Partition: partition, UUID: uuid.New()}
 	path := filepath.Join(dir, n.String())
@@ -88,23 +94,30 @@ func openSegment(dir, topic string, partition int32, schema *arrow.Schema, parti
 	if err != nil {
 		return nil, fmt.Errorf("open segment %s: %w", n, err)
 	}
-	cw := &countingWriter{f: f}
-	w, err := pqarrow.NewFileWriter(schema, cw, writerProps(mem), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("open segment writer %s: %w", n, err)
-	}
-	if err := w.AppendKeyValueMetadata(walfile.MetaPartition, partitionJSON); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("segment %s: set partition metadata: %w", n, err)
-	}
 	return &segment{
 		name: n, dir: dir, opened: now, first: -1, last: -1,
-		f: f, cw: cw, w: w,
+		f: f, cw: &countingWriter{f: f},
+		schema: schema, partitionJSON: partitionJSON, mem: mem,
 		b: NewRowBuilder(mem, schema),
 	}, nil
+}
+
+// writer returns the segment's Parquet writer, making it on first use
+// with the partition values in the footer's key-value metadata.
+func (s *segment) writer() (*pqarrow.FileWriter, error) {
+	if s.w != nil {
+		return s.w, nil
+	}
+	w, err := pqarrow.NewFileWriter(s.schema, s.cw, writerProps(s.mem), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return nil, fmt.Errorf("open segment writer %s: %w", s.name, err)
+	}
+	if err := w.AppendKeyValueMetadata(walfile.MetaPartition, s.partitionJSON); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("segment %s: set partition metadata: %w", s.name, err)
+	}
+	s.w = w
+	return w, nil
 }
 
 // append adds one decoded row at the given Kafka offset.
@@ -145,7 +158,11 @@ func (s *segment) write(busy bool) error {
 		s.b.Presize(rec)
 	}
 	s.pending, s.pendingB = 0, 0
-	if err := s.w.Write(rec); err != nil {
+	w, err := s.writer()
+	if err != nil {
+		return err
+	}
+	if err := w.Write(rec); err != nil {
 		return fmt.Errorf("write row group to %s: %w", s.name, err)
 	}
 	return nil
@@ -166,7 +183,12 @@ func (s *segment) finish() (walfile.Name, error) {
 		return walfile.Name{}, err
 	}
 	s.b.Release()
-	if err := s.w.Close(); err != nil {
+	w, err := s.writer() // a segment always has rows; this only guards
+	if err != nil {
+		s.f.Close()
+		return walfile.Name{}, err
+	}
+	if err := w.Close(); err != nil {
 		s.f.Close()
 		return walfile.Name{}, fmt.Errorf("close segment %s: %w", s.name, err)
 	}
@@ -192,7 +214,9 @@ func (s *segment) finish() (walfile.Name, error) {
 // rows will be delivered again by Kafka (a lost partition).
 func (s *segment) discard() error {
 	s.b.Release()
-	s.w.Close()
+	if s.w != nil {
+		s.w.Close()
+	}
 	s.f.Close()
 	return walfile.Remove(filepath.Join(s.dir, s.name.String()))
 }

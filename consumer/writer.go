@@ -25,6 +25,11 @@ const (
 	TriggerCount    = "open_segments"
 	TriggerRevoke   = "revoke"
 	TriggerShutdown = "shutdown"
+	// TriggerMemory rotates the Kafka partition with the most open
+	// segments when the live heap stays over the memory budget's mark
+	// although the buffered rows went to disk: the fixed cost of many open
+	// segments (builders, writers, footers) is what fills it.
+	TriggerMemory = "memory"
 )
 
 // commitFunc commits, for one topic, the offset of the next record to read
@@ -58,9 +63,16 @@ type writer struct {
 	// buffered segments are flushed as row groups.
 	mem    *budgetAllocator
 	budget int64
+	heap   func() (live, cycles uint64) // the live heap after the last GC, and the GC count
+	// minFlush is the least a segment buffers (JSON bytes) to be flushed
+	// for memory.
+	minFlush int64
 
-	mu    sync.Mutex
-	parts map[int32]*partState
+	mu          sync.Mutex
+	flushIdle   int       // records to skip before looking for a segment to flush again
+	heapChecked time.Time // when the live heap was last compared with the budget
+	shedCycles  uint64    // the GC count at the last memory rotation
+	parts       map[int32]*partState
 }
 
 // partState is what the writer holds for one Kafka partition.
@@ -92,7 +104,8 @@ func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *
 		maxSize: wal.MaxFileSizeBytes, maxAge: wal.MaxFileAge(), maxOpen: wal.MaxOpenSegmentsPerPartition,
 		now: time.Now, commit: commit, drops: newDropLog(log, time.Second),
 		parts: map[int32]*partState{},
-		mem:   newBudgetAllocator(), budget: wal.MemoryBudgetBytes,
+		mem:   newBudgetAllocator(), budget: wal.MemoryBudgetBytes, heap: liveHeap,
+		minFlush: max(minFlushBytes, minFlushPerColumn*int64(len(schema.Fields()))),
 	}, nil
 }
 
@@ -160,8 +173,8 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 		return err
 	}
 	w.m.rowsWritten.WithLabelValues(w.ds.Name).Inc()
-	if w.budget > 0 && w.mem.Current() > w.budget/2 {
-		if err := w.flushLargestLocked(); err != nil {
+	if w.budget > 0 {
+		if err := w.keepBudgetLocked(ctx); err != nil {
 			return err
 		}
 	}
@@ -335,35 +348,130 @@ func (d *dropLog) note(topic string, partition int32, offset int64, reason strin
 	d.suppress[reason] = 0
 }
 
+// The memory budget (ingestion.wal.memoryBudgetBytes) is kept in two
+// steps. The rows buffered in Arrow builders are counted exactly (mem):
+// above flushMark of the budget, the largest buffered segments are
+// written out as row groups. What the open segments cost besides their
+// rows (builders, Parquet writers, the footer of every row group: about
+// 70 KB per open 200-column segment, 400 KB once it has a row group) is
+// seen in the live heap, which the collector measures: when it stays
+// above shedMark of the budget, the Kafka partition with the most open
+// segments rotates (TriggerMemory), which frees all of them.
+const (
+	flushMark = 1.0 / 4  // of the budget: Arrow rows above it are flushed
+	flushTo   = 3.0 / 16 // down to this
+	shedMark  = 1.0 / 2  // of the budget: live heap above it sheds segments
+	// A segment is flushed for memory only once it buffers 4 KiB of JSON
+	// per column (64 KiB at least): each row group adds about 0.85 KB of
+	// footer per column, held until the file closes, so a row group of a
+	// few rows costs more than its rows free.
+	minFlushPerColumn = 4 << 10
+	minFlushBytes     = 64 << 10
+	// heapCheckEvery is how often the live heap is compared with the budget.
+	heapCheckEvery = 100 * time.Millisecond
+)
+
+// keepBudgetLocked runs after each appended record.
+func (w *writer) keepBudgetLocked(ctx context.Context) error {
+	if w.flushIdle > 0 {
+		w.flushIdle--
+	} else if float64(w.mem.Current()) > flushMark*float64(w.budget) {
+		flushed, err := w.flushLargestLocked()
+		if err != nil {
+			return err
+		}
+		if !flushed {
+			// Nothing large enough to flush: look again a little later
+			// rather than sort the segments at every record.
+			w.flushIdle = 1024
+		}
+	}
+	if now := w.now(); now.Sub(w.heapChecked) >= heapCheckEvery {
+		w.heapChecked = now
+		return w.shedLocked(ctx)
+	}
+	return nil
+}
+
 // flushLargestLocked writes the buffered rows of the largest open segments
-// as row groups until the memory held falls to three eighths of the
-// budget: the rows go to disk early, the files stay open. Half the budget
-// is the mark because the Go heap around the Arrow buffers (and the
-// garbage the collector has not yet reclaimed) takes the rest. Segments
-// holding room reserved for their next batch and no rows give that room
-// back last.
-func (w *writer) flushLargestLocked() error {
+// as row groups until the Arrow memory falls to flushTo of the budget:
+// the rows go to disk early, the files stay open. Segments holding room
+// reserved for their next batch and no rows give that room back last. It
+// reports whether it flushed any rows.
+func (w *writer) flushLargestLocked() (bool, error) {
 	var segs []*segment
 	for _, st := range w.parts {
 		for _, seg := range st.segs {
-			if seg.pending > 0 || seg.b.Presized() {
+			if seg.pendingB >= w.minFlush || (seg.pending == 0 && seg.b.Presized()) {
 				segs = append(segs, seg)
 			}
 		}
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].pendingB > segs[j].pendingB })
-	target := w.budget * 3 / 8
+	target := int64(flushTo * float64(w.budget))
+	flushed := false
 	for _, seg := range segs {
 		if w.mem.Current() <= target {
 			break
 		}
 		rows := seg.pending
 		if err := seg.flush(); err != nil {
-			return err
+			return flushed, err
 		}
 		if rows > 0 {
+			flushed = true
 			w.m.budgetFlushes.WithLabelValues(w.ds.Name).Inc()
 		}
 	}
-	return nil
+	return flushed, nil
+}
+
+// shedLocked rotates Kafka partitions, those with the most open segments
+// first, when the live heap is above shedMark of the budget: as many as
+// it takes to bring the open segments down in proportion to 80 % of the
+// mark. It acts at most once per garbage collection (each collection
+// measures the live heap anew), and only when partitions hold more than
+// one segment on average: with fewer, the memory is not the segments' to
+// give back.
+func (w *writer) shedLocked(ctx context.Context) error {
+	live, cycles := w.heap()
+	mark := shedMark * float64(w.budget)
+	if float64(live) <= mark || cycles == w.shedCycles {
+		return nil
+	}
+	type part struct {
+		p    int32
+		segs int
+	}
+	var parts []part
+	open := 0
+	for p, st := range w.parts {
+		open += len(st.segs)
+		if len(st.segs) > 0 {
+			parts = append(parts, part{p, len(st.segs)})
+		}
+	}
+	if open <= len(w.parts) {
+		return nil
+	}
+	w.shedCycles = cycles
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].segs != parts[j].segs {
+			return parts[i].segs > parts[j].segs
+		}
+		return parts[i].p < parts[j].p
+	})
+	free := int(float64(open) * (1 - 0.8*mark/float64(live)))
+	var due []int32
+	for _, pt := range parts {
+		if free <= 0 && len(due) > 0 {
+			break
+		}
+		due = append(due, pt.p)
+		free -= pt.segs
+	}
+	w.log.Info("memory budget: rotating the Kafka partitions with the most open segments",
+		"dataset", w.ds.Name, "partitions", due, "open_segments", open,
+		"live_heap_bytes", live, "budget_bytes", w.budget)
+	return w.rotateLocked(ctx, due, TriggerMemory)
 }

@@ -49,6 +49,17 @@ func (c *commitLog) commit(_ context.Context, _ string, offsets map[int32]int64)
 	return nil
 }
 
+// last returns the last offset committed for partition p, -1 if none.
+func (c *commitLog) last(p int32) int64 {
+	off := int64(-1)
+	for _, call := range c.calls {
+		if o, ok := call[p]; ok {
+			off = o
+		}
+	}
+	return off
+}
+
 type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
@@ -331,33 +342,11 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
 
-func TestMemoryBudgetBoundsOpenSegments(t *testing.T) {
-	ctx := context.Background()
-	const budget = 4 << 20
-	w, _, _ := newTestWriter(t, config.WAL{MemoryBudgetBytes: budget, MaxOpenSegmentsPerPartition: 1000})
-	// 8 Kafka partitions x 50 tenants: 400 open segments at once (the
-	// benchmark measures 8 x 200 on the whole process).
-	const rows = 9600
-	for i := 0; i < rows; i++ {
-		p := int32(i % 8)
-		tenant := fmt.Sprintf("tenant-%03d", (i/8)%50)
-		payload := fmt.Sprintf(`{"id":"e%d-%s","meta":{"tenant":%q,"ts":"2026-11-30T10:00:00Z"}}`, i, strings.Repeat("x", 200), tenant)
-		must(t, w.record(ctx, p, int64(i/8), []byte(payload)))
-	}
-	if got := w.openSegments(); got != 400 {
-		t.Fatalf("open segments = %d, want 400", got)
-	}
-	peak := w.mem.Peak()
-	t.Logf("peak arrow+parquet memory %d bytes with a budget of %d", peak, budget)
-	if peak > budget*6/10 {
-		t.Fatalf("peak memory %d is over 60%% of the budget %d", peak, budget)
-	}
-	if testutil.ToFloat64(w.m.budgetFlushes.WithLabelValues("clicks")) == 0 {
-		t.Fatal("no early row-group flush")
-	}
-	must(t, w.rotate(ctx, nil, TriggerShutdown))
+// rowsInFiles counts the rows of the ready files in dir.
+func rowsInFiles(t *testing.T, dir string) int64 {
+	t.Helper()
 	var n int64
-	for _, f := range readyFiles(t, w.dir) {
+	for _, f := range readyFiles(t, dir) {
 		r, err := file.OpenParquetFile(f.Path, false)
 		if err != nil {
 			t.Fatal(err)
@@ -365,10 +354,92 @@ func TestMemoryBudgetBoundsOpenSegments(t *testing.T) {
 		n += r.NumRows()
 		r.Close()
 	}
-	if n != rows {
+	return n
+}
+
+// TestMemoryBudgetFlushesLargestSegments fills a few segments with large
+// rows: the buffered rows go to disk as row groups before the files close,
+// and the Arrow memory stays near the flush mark.
+func TestMemoryBudgetFlushesLargestSegments(t *testing.T) {
+	ctx := context.Background()
+	const budget = 8 << 20
+	w, _, _ := newTestWriter(t, config.WAL{MemoryBudgetBytes: budget})
+	w.heap = func() (uint64, uint64) { return 0, 0 } // only the rows count here
+	const rows = 12_000
+	for i := 0; i < rows; i++ {
+		p := int32(i % 4)
+		tenant := fmt.Sprintf("tenant-%d", (i/4)%2)
+		payload := fmt.Sprintf(`{"id":"e%d-%s","meta":{"tenant":%q,"ts":"2026-11-30T10:00:00Z"}}`, i, strings.Repeat("x", 2000), tenant)
+		must(t, w.record(ctx, p, int64(i/4), []byte(payload)))
+	}
+	if got := w.openSegments(); got != 8 {
+		t.Fatalf("open segments = %d, want 8", got)
+	}
+	peak := w.mem.Peak()
+	t.Logf("peak arrow+parquet memory %d bytes with a budget of %d", peak, budget)
+	// The flush mark is 1/4 of the budget; a builder doubling its buffer
+	// can pass it by that buffer's size before the flush.
+	if peak > budget/2 {
+		t.Fatalf("peak memory %d is over half the budget %d", peak, budget)
+	}
+	if testutil.ToFloat64(w.m.budgetFlushes.WithLabelValues("clicks")) == 0 {
+		t.Fatal("no early row-group flush")
+	}
+	must(t, w.rotate(ctx, nil, TriggerShutdown))
+	if n := rowsInFiles(t, w.dir); n != rows {
 		t.Fatalf("files hold %d rows, want %d", n, rows)
 	}
 	if cur := w.mem.Current(); cur != 0 {
 		t.Fatalf("%d bytes still held after every segment closed", cur)
+	}
+}
+
+// TestMemoryBudgetShedsOpenSegments opens 8 Kafka partitions x 50 tenants
+// of small rows: nothing is worth flushing, and the heap the segments hold
+// (here 64 KiB each, as the collector would measure it) passes the shed
+// mark, so the partition with the most segments rotates, again and again,
+// keeping the open segments, and so the heap, under the mark.
+func TestMemoryBudgetShedsOpenSegments(t *testing.T) {
+	ctx := context.Background()
+	const budget = 10 << 20 // shed mark 5 MiB: 80 segments of 64 KiB
+	w, cl, ck := newTestWriter(t, config.WAL{MemoryBudgetBytes: budget, MaxOpenSegmentsPerPartition: 1000})
+	var gcs uint64
+	w.heap = func() (uint64, uint64) {
+		gcs++
+		n := 0
+		for _, st := range w.parts {
+			n += len(st.segs)
+		}
+		return uint64(n) << 16, gcs
+	}
+	const rows = 3200
+	maxOpen := 0
+	for i := 0; i < rows; i++ {
+		p := int32(i % 8)
+		tenant := fmt.Sprintf("tenant-%03d", (i/8)%50)
+		payload := fmt.Sprintf(`{"id":"e%d","meta":{"tenant":%q,"ts":"2026-11-30T10:00:00Z"}}`, i, tenant)
+		must(t, w.record(ctx, p, int64(i/8), []byte(payload)))
+		maxOpen = max(maxOpen, w.openSegments())
+		ck.t = ck.t.Add(2 * time.Millisecond)
+	}
+	shed := testutil.ToFloat64(w.m.rotated.WithLabelValues("clicks", TriggerMemory))
+	t.Logf("%v memory rotations, at most %d open segments", shed, maxOpen)
+	if shed == 0 {
+		t.Fatal("no partition rotated for memory")
+	}
+	// The mark is 80 segments; between two heap checks (every 100 ms,
+	// 50 records here) a few more may open.
+	if maxOpen > 80+50 {
+		t.Fatalf("%d segments open at once, over the budget's 80", maxOpen)
+	}
+	must(t, w.rotate(ctx, nil, TriggerShutdown))
+	if n := rowsInFiles(t, w.dir); n != rows {
+		t.Fatalf("files hold %d rows, want %d", n, rows)
+	}
+	// Every rotation committed its partition's offsets.
+	for p := int32(0); p < 8; p++ {
+		if got := cl.last(p); got != rows/8 {
+			t.Errorf("partition %d committed %d, want %d", p, got, rows/8)
+		}
 	}
 }

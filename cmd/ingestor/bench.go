@@ -24,6 +24,7 @@ func runBench(args []string) int {
 	fs.IntVar(&o.Rate, "rate", o.Rate, "events per second (0: as fast as possible)")
 	fs.IntVar(&o.Tenants, "tenants", o.Tenants, "number of tenants")
 	partitions := fs.Int("partitions", int(o.Partitions), "partitions of the Kafka topic")
+	fs.StringVar(&o.KafkaKey, "kafka-key", o.KafkaKey, "record key: tenant (a tenant stays in one partition) or event (every tenant in every partition)")
 	fs.Float64Var(&o.MaxFileAgeMinutes, "max-file-age-minutes", o.MaxFileAgeMinutes, "ingestion.wal.maxFileAgeMinutes")
 	fs.Float64Var(&o.CommitIntervalSeconds, "commit-interval-seconds", o.CommitIntervalSeconds, "ingestion.commitIntervalSeconds")
 	fs.Int64Var(&o.MaxFileSizeBytes, "max-file-size-bytes", o.MaxFileSizeBytes, "ingestion.wal.maxFileSizeBytes (0: the default)")

@@ -42,6 +42,12 @@ type Options struct {
 	Tenants int
 	// Partitions is the number of partitions of the Kafka topic.
 	Partitions int32
+	// KafkaKey is what keys the records: KeyTenant (one tenant's events
+	// stay in one Kafka partition, as in a topic keyed by customer) or
+	// KeyEvent (the event id: every tenant in every Kafka partition, so
+	// each partition holds a segment per tenant, the open-segment worst
+	// case of the memory budget).
+	KafkaKey string
 	// MaxFileAgeMinutes is ingestion.wal.maxFileAgeMinutes.
 	MaxFileAgeMinutes float64
 	// CommitIntervalSeconds is ingestion.commitIntervalSeconds.
@@ -62,6 +68,12 @@ type Options struct {
 	Log io.Writer
 }
 
+// Kafka keys of the records, Options.KafkaKey.
+const (
+	KeyTenant = "tenant"
+	KeyEvent  = "event"
+)
+
 // DefaultOptions are the options of `make bench`: 3M narrow events with
 // uniform keys at full speed (about a minute on 2 cores), rotation by age
 // after 30 s and a commit every 10 s (the freshness setting of the
@@ -73,6 +85,7 @@ func DefaultOptions() Options {
 		Events:                3_000_000,
 		Tenants:               64,
 		Partitions:            4,
+		KafkaKey:              KeyTenant,
 		MaxFileAgeMinutes:     0.5,
 		CommitIntervalSeconds: 10,
 		Timeout:               30 * time.Minute,
@@ -89,6 +102,7 @@ type Result struct {
 	Rate       int    `json:"rate"` // 0: as fast as possible
 	Tenants    int    `json:"tenants"`
 	Partitions int32  `json:"partitions"`
+	KafkaKey   string `json:"kafka_key"`
 	// MaxFileAgeMinutes and CommitIntervalSeconds are the settings used.
 	MaxFileAgeMinutes     float64 `json:"max_file_age_minutes"`
 	CommitIntervalSeconds float64 `json:"commit_interval_seconds"`
@@ -182,6 +196,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("rate: want 0 (full speed) or more, got %d", o.Rate)
 	case o.Partitions < 1:
 		return nil, fmt.Errorf("partitions: want at least 1, got %d", o.Partitions)
+	case o.KafkaKey != KeyTenant && o.KafkaKey != KeyEvent:
+		return nil, fmt.Errorf("kafka-key: want %s or %s, got %q", KeyTenant, KeyEvent, o.KafkaKey)
 	case o.MaxFileAgeMinutes <= 0 || o.CommitIntervalSeconds <= 0:
 		return nil, errors.New("max file age and commit interval must be positive")
 	}
@@ -429,12 +445,17 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 	gen.Rate = b.o.Rate
 	var jsonBytes atomic.Int64
 	// Events are keyed by tenant, as a keyed topic is: one tenant's events
-	// stay in one Kafka partition, in order.
+	// stay in one Kafka partition, in order. Keyed by event, every tenant
+	// appears in every partition.
 	gen.Payload = func(seq int64, at time.Time) ([]byte, []byte) {
 		t := b.ten.Of(seq)
 		name := b.ten.Name(t)
-		v := b.shape.Append(make([]byte, 0, 2304), devenv.EventID(b.run, seq), name, seq, at)
+		id := devenv.EventID(b.run, seq)
+		v := b.shape.Append(make([]byte, 0, 2304), id, name, seq, at)
 		jsonBytes.Add(int64(len(v)))
+		if b.o.KafkaKey == KeyEvent {
+			return []byte(id), v
+		}
 		return []byte(name), v
 	}
 	t0 := time.Now()
@@ -589,7 +610,7 @@ func (b *runner) tableRows(ctx context.Context) int64 {
 func (b *runner) result(sc *score, procs *tree, t0 time.Time, consumed, produced, cpu, cpu0 time.Duration, jsonBytes int64) *Result {
 	r := &Result{
 		Shape: b.o.Shape, Keys: b.o.Keys, Events: b.o.Events, Rate: b.o.Rate,
-		Tenants: b.o.Tenants, Partitions: b.o.Partitions,
+		Tenants: b.o.Tenants, Partitions: b.o.Partitions, KafkaKey: b.o.KafkaKey,
 		MaxFileAgeMinutes: b.o.MaxFileAgeMinutes, CommitIntervalSeconds: b.o.CommitIntervalSeconds,
 		Cores:             runtime.NumCPU(),
 		Seconds:           round(consumed.Seconds(), 3),

@@ -44,16 +44,16 @@ var requiredKeys = []string{
 func TestBenchSmoke(t *testing.T) {
 	bin := ingestorBinary(t)
 	cases := []struct {
-		shape, keys string
-		events      int64
+		shape, keys, kafkaKey string
+		events                int64
 	}{
-		{"narrow", "uniform", 20_000},
-		{"wide", "skewed", 5_000},
+		{"narrow", "uniform", KeyTenant, 20_000},
+		{"wide", "skewed", KeyEvent, 5_000},
 	}
 	for _, c := range cases {
 		t.Run(c.shape+"_"+c.keys, func(t *testing.T) {
 			out := t.TempDir()
-			cmd := exec.Command(bin, "bench", "--shape", c.shape, "--keys", c.keys,
+			cmd := exec.Command(bin, "bench", "--shape", c.shape, "--keys", c.keys, "--kafka-key", c.kafkaKey,
 				"--events", strconv.FormatInt(c.events, 10), "--tenants", "16",
 				"--max-file-age-minutes", "0.05", "--commit-interval-seconds", "1",
 				"--out", out, "--timeout", "3m")
@@ -90,8 +90,8 @@ func TestBenchSmoke(t *testing.T) {
 			if r.Restarts != 0 {
 				t.Errorf("the supervisor restarted %d roles", r.Restarts)
 			}
-			if r.Shape != c.shape || r.Keys != c.keys {
-				t.Errorf("result is of %s/%s, want %s/%s", r.Shape, r.Keys, c.shape, c.keys)
+			if r.Shape != c.shape || r.Keys != c.keys || r.KafkaKey != c.kafkaKey {
+				t.Errorf("result is of %s/%s keyed by %s, want %s/%s keyed by %s", r.Shape, r.Keys, r.KafkaKey, c.shape, c.keys, c.kafkaKey)
 			}
 			if r.Seconds <= 0 || r.RowsPerSec <= 0 || r.RowsPerCPUSec <= 0 || r.JSONMBPerCPUSec <= 0 || r.CPUSeconds <= 0 {
 				t.Errorf("non-positive rate: %+v", r)

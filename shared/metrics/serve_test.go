@@ -88,6 +88,10 @@ func TestServe(t *testing.T) {
 	if code != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", code)
 	}
+	// The profiles are there for an operator's go tool pprof.
+	if code, body := get(t, client, base+"/debug/pprof/heap?debug=1"); code != http.StatusOK || !strings.Contains(body, "heap profile") {
+		t.Errorf("/debug/pprof/heap = %d %.80q, want 200 and a heap profile", code, body)
+	}
 	code, body = get(t, client, base+"/metrics")
 	if code != http.StatusOK {
 		t.Fatalf("/metrics = %d, want 200", code)
