@@ -2,7 +2,7 @@ package consumer
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -21,6 +21,7 @@ type partField struct {
 	column    int // index of the source column among the schema's top-level fields
 	srcType   iceberg.Type
 	transform iceberg.Transform
+	identity  bool
 }
 
 func newPartitioner(schema *iceberg.Schema, spec *iceberg.PartitionSpec) (*partitioner, error) {
@@ -34,38 +35,97 @@ func newPartitioner(schema *iceberg.Schema, spec *iceberg.PartitionSpec) (*parti
 		if !ok {
 			return nil, fmt.Errorf("partition field %s: source column %d is not a top-level column", f.Name, f.SourceID())
 		}
+		_, identity := f.Transform.(iceberg.IdentityTransform)
 		p.fields = append(p.fields, partField{
-			id: f.FieldID, column: col, srcType: schema.Fields()[col].Type, transform: f.Transform,
+			id: f.FieldID, column: col, srcType: schema.Fields()[col].Type, transform: f.Transform, identity: identity,
 		})
 	}
 	return p, nil
 }
 
-// values returns the partition values of row keyed by partition field id,
-// and a key that is equal for rows of the same partition.
-func (p *partitioner) values(row Row) (map[int]any, string, error) {
+// values returns the partition values of row keyed by partition field id.
+func (p *partitioner) values(row Row) (map[int]any, error) {
 	if len(p.fields) == 0 {
-		return nil, "", nil
+		return nil, nil
 	}
 	vals := make(map[int]any, len(p.fields))
-	var key strings.Builder
-	for _, f := range p.fields {
-		v := row[f.column]
-		var out any
-		if v != nil {
-			lit, err := literalOf(v, f.srcType)
-			if err != nil {
-				return nil, "", err
-			}
-			res := f.transform.Apply(iceberg.Optional[iceberg.Literal]{Val: lit, Valid: true})
-			if res.Valid {
-				out = res.Val.Any()
-			}
+	for i := range p.fields {
+		out, err := p.value(i, row)
+		if err != nil {
+			return nil, err
 		}
-		vals[f.id] = out
-		fmt.Fprintf(&key, "%d=%v\x00", f.id, out)
+		vals[p.fields[i].id] = out
 	}
-	return vals, key.String(), nil
+	return vals, nil
+}
+
+// appendKey appends to dst a key that is equal for rows of the same
+// partition and different otherwise. It allocates nothing for the usual
+// partition values (strings, integers), so the segment of a row is found
+// without building its partition values.
+func (p *partitioner) appendKey(dst []byte, row Row) ([]byte, error) {
+	for i := range p.fields {
+		out, err := p.value(i, row)
+		if err != nil {
+			return dst, err
+		}
+		// Each value is tagged with its kind, and a string with its
+		// length, so that no value (a tenant named "<nil>", a string
+		// holding the separator) can take another's key.
+		switch v := out.(type) {
+		case nil:
+			dst = append(dst, 'n')
+		case string:
+			dst = append(dst, 's')
+			dst = strconv.AppendInt(dst, int64(len(v)), 10)
+			dst = append(dst, ':')
+			dst = append(dst, v...)
+		case int32:
+			dst = append(dst, 'i')
+			dst = strconv.AppendInt(dst, int64(v), 10)
+		case int64:
+			dst = append(dst, 'i')
+			dst = strconv.AppendInt(dst, v, 10)
+		case bool:
+			dst = append(dst, 'b')
+			dst = strconv.AppendBool(dst, v)
+		default:
+			s := fmt.Sprintf("%T %v", v, v)
+			dst = append(dst, 'v')
+			dst = strconv.AppendInt(dst, int64(len(s)), 10)
+			dst = append(dst, ':')
+			dst = append(dst, s...)
+		}
+		dst = append(dst, ';')
+	}
+	return dst, nil
+}
+
+// value returns the transformed partition value of field i for row; nil
+// for a null.
+func (p *partitioner) value(i int, row Row) (any, error) {
+	f := &p.fields[i]
+	v := row[f.column]
+	if v == nil {
+		return nil, nil
+	}
+	if f.identity {
+		// An identity partition of a string or integer column is the
+		// value itself: no literal to build.
+		switch x := v.(type) {
+		case string, int32, int64, bool:
+			return x, nil
+		}
+	}
+	lit, err := literalOf(v, f.srcType)
+	if err != nil {
+		return nil, err
+	}
+	res := f.transform.Apply(iceberg.Optional[iceberg.Literal]{Val: lit, Valid: true})
+	if !res.Valid {
+		return nil, nil
+	}
+	return res.Val.Any(), nil
 }
 
 // literalOf turns a decoded value into the Iceberg literal of its column's

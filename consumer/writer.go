@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/failpoint"
@@ -40,20 +41,24 @@ type commitFunc func(ctx context.Context, topic string, offsets map[int32]int64)
 // It knows nothing of Kafka but the offsets: the Kafka loop feeds it and
 // gives it the function that commits offsets.
 type writer struct {
-	ds      config.Dataset
-	dir     string
-	log     *slog.Logger
-	m       *metrics
-	dec     *Decoder
-	row     Row // DecodeInto's scratch row, reused record after record
-	part    *partitioner
-	schema  *arrow.Schema
-	maxSize int64
-	maxAge  time.Duration
-	maxOpen int
-	now     func() time.Time
-	commit  commitFunc
-	drops   *dropLog
+	ds  config.Dataset
+	dir string
+	log *slog.Logger
+	m   *metrics
+	dec *Decoder
+	row Row    // DecodeInto's scratch row, reused record after record
+	key []byte // the partition key of the record, reused likewise
+
+	// The per-record counters of this dataset, resolved once.
+	records, rowsWritten prometheus.Counter
+	part                 *partitioner
+	schema               *arrow.Schema
+	maxSize              int64
+	maxAge               time.Duration
+	maxOpen              int
+	now                  func() time.Time
+	commit               commitFunc
+	drops                *dropLog
 	// deadLetter, when set, receives every dropped record; it must be
 	// durable before commit returns for the record's offset.
 	deadLetter func(partition int32, offset int64, reason string, err error, payload []byte)
@@ -106,6 +111,7 @@ func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *
 		parts: map[int32]*partState{},
 		mem:   newBudgetAllocator(), budget: wal.MemoryBudgetBytes, heap: liveHeap,
 		minFlush: max(minFlushBytes, minFlushPerColumn*int64(len(schema.Fields()))),
+		records:  m.records.WithLabelValues(ds.Name), rowsWritten: m.rowsWritten.WithLabelValues(ds.Name),
 	}, nil
 }
 
@@ -124,7 +130,7 @@ func (w *writer) state(p int32) *partState {
 func (w *writer) record(ctx context.Context, partition int32, offset int64, payload []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.m.records.WithLabelValues(w.ds.Name).Inc()
+	w.records.Inc()
 	st := w.state(partition)
 	if st.since.IsZero() {
 		st.since = w.now()
@@ -135,10 +141,8 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 	if row != nil {
 		w.row = row // a scratch row: the segment copies its values
 	}
-	var vals map[int]any
-	var key string
 	if err == nil {
-		vals, key, err = w.part.values(row)
+		w.key, err = w.part.appendKey(w.key[:0], row)
 		if err != nil {
 			err = &DecodeError{Reason: ReasonConvert, Err: fmt.Errorf("partition value: %w", err)}
 		}
@@ -157,8 +161,12 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 		return nil
 	}
 
-	seg := st.segs[key]
+	seg := st.segs[string(w.key)] // no allocation: the compiler looks up the bytes
 	if seg == nil {
+		vals, err := w.part.values(row)
+		if err != nil {
+			return fmt.Errorf("partition values: %w", err) // appendKey computed them without an error
+		}
 		pj, err := tables.EncodePartition(vals)
 		if err != nil {
 			return fmt.Errorf("encode partition values: %w", err)
@@ -166,13 +174,13 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 		if seg, err = openSegment(w.dir, w.ds.Topic, partition, w.schema, pj, w.mem, w.now()); err != nil {
 			return err
 		}
-		st.segs[key] = seg
+		st.segs[string(w.key)] = seg
 		w.m.segmentsOpen.WithLabelValues(w.ds.Name).Inc()
 	}
 	if err := seg.append(row, offset, len(payload)); err != nil {
 		return err
 	}
-	w.m.rowsWritten.WithLabelValues(w.ds.Name).Inc()
+	w.rowsWritten.Inc()
 	if w.budget > 0 {
 		if err := w.keepBudgetLocked(ctx); err != nil {
 			return err
