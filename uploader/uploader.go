@@ -59,6 +59,7 @@ type Uploader struct {
 
 	mu       sync.Mutex
 	inflight map[string]bool       // ready file names being uploaded
+	queue    []job                 // found by the last scan, waiting for a free slot
 	retries  map[string]*retry     // ready file names whose last attempt failed
 	logged   map[string]*rateLimit // by dataset
 	orphans  *orphanSweeper        // deletes the objects of segments recovery deleted (orphan.go)
@@ -166,12 +167,29 @@ func (u *Uploader) run(ctx, work context.Context, wg *sync.WaitGroup, events <-c
 	defer tick.Stop()
 	for {
 		u.scan(work, wg, nil)
+		if !u.untilScan(ctx, work, wg, tick.C, events) {
+			return
+		}
+	}
+}
+
+// untilScan waits until a scan is due: at the tick, when a ready file
+// appears, or when a slot frees and the files the last scan found are all
+// under way (a burst of thousands of ready files is listed once, not once
+// per upload). It returns false when ctx ends.
+func (u *Uploader) untilScan(ctx, work context.Context, wg *sync.WaitGroup, tick <-chan time.Time, events <-chan struct{}) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-tick.C:
+			return false
+		case <-tick:
+			return true
 		case <-events:
+			return true
 		case <-u.wake:
+			if !u.dispatch(work, wg) {
+				return true
+			}
 		}
 	}
 }
@@ -333,12 +351,26 @@ func (u *Uploader) scan(work context.Context, wg *sync.WaitGroup, tried map[stri
 			delete(u.retries, name)
 		}
 	}
-	for _, j := range todo {
-		if len(u.inflight) >= u.parallel {
-			waiting++
+	u.queue = todo
+	started = u.dispatchLocked(work, wg, tried)
+	waiting = len(u.queue)
+	u.mu.Unlock()
+	for name, n := range pending {
+		u.m.pending.WithLabelValues(name).Set(float64(n))
+	}
+	return started, waiting
+}
+
+// dispatchLocked starts the queued uploads while slots are free, and
+// returns how many it started. u.mu is held.
+func (u *Uploader) dispatchLocked(work context.Context, wg *sync.WaitGroup, tried map[string]bool) (started int) {
+	for len(u.queue) > 0 && len(u.inflight) < u.parallel {
+		j := u.queue[0]
+		u.queue = u.queue[1:]
+		name := j.file.Name.String()
+		if u.inflight[name] {
 			continue
 		}
-		name := j.file.Name.String()
 		u.inflight[name] = true
 		if tried != nil {
 			tried[name] = true
@@ -346,11 +378,19 @@ func (u *Uploader) scan(work context.Context, wg *sync.WaitGroup, tried map[stri
 		started++
 		wg.Go(func() { u.attempt(work, j) })
 	}
-	u.mu.Unlock()
-	for name, n := range pending {
-		u.m.pending.WithLabelValues(name).Set(float64(n))
+	return started
+}
+
+// dispatch starts queued uploads in the slots that freed up, and reports
+// whether the queue still held work: when it is empty, a scan is due.
+func (u *Uploader) dispatch(work context.Context, wg *sync.WaitGroup) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.queue) == 0 || work.Err() != nil {
+		return false
 	}
-	return started, waiting
+	u.dispatchLocked(work, wg, nil)
+	return true
 }
 
 // attempt uploads one file and records the outcome.
