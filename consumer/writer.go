@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/failpoint"
@@ -214,6 +215,51 @@ func (w *writer) rotateAged(ctx context.Context) error {
 	return w.rotateLocked(ctx, due, TriggerAge)
 }
 
+// finishParallel is how many segments of a partition are closed at once:
+// each close writes its last row group, its footer and an fsync, so a
+// partition with hundreds of open segments rotates in a fraction of the
+// time (a revoke has the rebalance timeout, 5 s, for it).
+const finishParallel = 4
+
+// finishAll closes every open segment of st and renames it ready, several
+// at once, and returns how many it renamed. The segments that could not
+// be closed stay in st (the error is fatal: the consumer exits).
+func (w *writer) finishAll(st *partState, trigger string) (int, error) {
+	type done struct {
+		key   string
+		size  int64
+		ready walfile.Name
+	}
+	var (
+		mu       sync.Mutex
+		finished []done
+	)
+	var g errgroup.Group
+	g.SetLimit(finishParallel)
+	for key, seg := range st.segs {
+		g.Go(func() error {
+			size := seg.cw.n
+			ready, err := seg.finish()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			finished = append(finished, done{key, size, ready})
+			mu.Unlock()
+			return nil
+		})
+	}
+	err := g.Wait()
+	for _, d := range finished {
+		delete(st.segs, d.key)
+		w.m.segmentsOpen.WithLabelValues(w.ds.Name).Dec()
+		w.m.rotated.WithLabelValues(w.ds.Name, trigger).Inc()
+		w.m.bytesRotated.WithLabelValues(w.ds.Name).Add(float64(d.size))
+		w.log.Debug("segment rotated", "dataset", w.ds.Name, "file", d.ready.String(), "trigger", trigger)
+	}
+	return len(finished), err
+}
+
 // rotate rotates the given partitions (all when nil) and commits their
 // offsets.
 func (w *writer) rotate(ctx context.Context, partitions []int32, trigger string) error {
@@ -240,18 +286,10 @@ func (w *writer) rotateLocked(ctx context.Context, partitions []int32, trigger s
 		if st == nil {
 			continue
 		}
-		for key, seg := range st.segs {
-			size := seg.cw.n
-			ready, err := seg.finish()
-			if err != nil {
-				return err
-			}
-			delete(st.segs, key)
-			renamed++
-			w.m.segmentsOpen.WithLabelValues(w.ds.Name).Dec()
-			w.m.rotated.WithLabelValues(w.ds.Name, trigger).Inc()
-			w.m.bytesRotated.WithLabelValues(w.ds.Name).Add(float64(size))
-			w.log.Debug("segment rotated", "dataset", w.ds.Name, "file", ready.String(), "trigger", trigger)
+		n, err := w.finishAll(st, trigger)
+		renamed += n
+		if err != nil {
+			return err
 		}
 		if st.next > st.committed {
 			offsets[p] = st.next
