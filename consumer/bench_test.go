@@ -219,20 +219,26 @@ func (p *parquetSink) close() {
 	p.w, p.groups = nil, 0
 }
 
-// pipeline is decode -> Arrow builders -> a row group every pathRows
-// rows. Ours fills a RowBuilder, as a segment does; the naive path
-// appends every value, nulls included, to a plain arrow-go RecordBuilder
-// (AppendRow), as straightforward use of arrow-go does. Both write with
-// the segments' Parquet settings.
+// pipeline is decode -> buffered rows -> a row group every pathRows
+// rows. Ours buffers as a segment does: encoded rows replayed into a
+// RowBuilder for each row group (both shapes are flat tables). The naive
+// path appends every value, nulls included, to a plain arrow-go
+// RecordBuilder (AppendRow), as straightforward use of arrow-go does.
+// Both write with the segments' Parquet settings.
 type pipeline struct {
-	rb    *RowBuilder
+	buf   *rowBuffer
 	plain *array.RecordBuilder // the naive path's
 	sink  *parquetSink
+	arrow *arrow.Schema
 	n     int
 }
 
 func newPipeline(b *testing.B, s *pathShape) *pipeline {
-	return &pipeline{rb: NewRowBuilder(memory.DefaultAllocator, s.arrow), sink: &parquetSink{b: b, schema: s.arrow}}
+	kinds, ok := flatKinds(s.arrow)
+	if !ok {
+		b.Fatalf("%s: not a flat table", s.name)
+	}
+	return &pipeline{buf: newRowBuffer(memory.DefaultAllocator, kinds), arrow: s.arrow, sink: &parquetSink{b: b, schema: s.arrow}}
 }
 
 func newNaivePipeline(b *testing.B, s *pathShape) *pipeline {
@@ -243,7 +249,7 @@ func (p *pipeline) add(row Row) {
 	if p.plain != nil {
 		AppendRow(p.plain, row)
 	} else {
-		p.rb.Append(row)
+		p.buf.append(row)
 	}
 	if p.n++; p.n == pathRows {
 		p.flush()
@@ -258,10 +264,11 @@ func (p *pipeline) flush() {
 	if p.plain != nil {
 		rec = p.plain.NewRecordBatch()
 	} else {
-		rec = p.rb.NewRecordBatch()
-		if p.n == pathRows {
-			p.rb.Presize(rec) // as a busy segment does
-		}
+		rb := NewRowBuilder(memory.DefaultAllocator, p.arrow)
+		p.buf.replay(rb)
+		p.buf.reset()
+		rec = rb.NewRecordBatch()
+		rb.Release()
 	}
 	p.sink.write(rec)
 	rec.Release()
@@ -274,7 +281,7 @@ func (p *pipeline) close() {
 	if p.plain != nil {
 		p.plain.Release()
 	} else {
-		p.rb.Release()
+		p.buf.reset()
 	}
 }
 

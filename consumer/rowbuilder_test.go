@@ -3,6 +3,9 @@ package consumer
 import (
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -74,5 +77,81 @@ func TestRowBuilderMatchesAppendRow(t *testing.T) {
 	rb.Unsize()
 	if rb.Presized() || mem.CurrentAlloc() != 0 {
 		t.Fatalf("after Unsize: presized %v, %d bytes held, want none", rb.Presized(), mem.CurrentAlloc())
+	}
+}
+
+// TestRowBufferMatchesAppendRow encodes rows of every flat type (the
+// first 15 columns of allTypesSchema: strings, integers, floats, booleans,
+// dates, times, timestamps, decimals, binary, fixed, uuid), with nulls and
+// extreme values, over several chunks and two batches, replays them, and
+// requires the record batches AppendRow builds, the memory counted while
+// buffered and given back after.
+func TestRowBufferMatchesAppendRow(t *testing.T) {
+	full := allTypesSchema()
+	flat := iceberg.NewSchema(0, full.Fields()[:15]...)
+	mapping := map[string]string{}
+	for k, v := range allTypesMapping() {
+		if _, ok := flat.FindFieldByName(k); ok {
+			mapping[k] = v
+		}
+	}
+	d, err := NewDecoder(flat, mapping)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := ArrowSchema(flat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, ok := flatKinds(as)
+	if !ok {
+		t.Fatal("flatKinds: the primitive columns are not flat")
+	}
+	if _, ok := flatKinds(func() *arrow.Schema { s, _ := ArrowSchema(full); return s }()); ok {
+		t.Fatal("flatKinds: a schema with structs, lists and maps is flat")
+	}
+	var docs []Row
+	for _, doc := range allTypesDocs {
+		row, err := d.Decode([]byte(doc))
+		if err != nil {
+			t.Fatalf("decode %s: %v", doc, err)
+		}
+		docs = append(docs, row)
+	}
+
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	ref := array.NewRecordBuilder(mem, as)
+	defer ref.Release()
+	buf := newRowBuffer(mem, kinds)
+	for batch, n := range []int{3000, 7} { // 3000 rows span several chunks
+		for i := 0; i < n; i++ {
+			row := docs[(i*7+batch)%len(docs)]
+			if i%5 == 4 {
+				row = make(Row, len(kinds)) // all null
+			}
+			AppendRow(ref, row)
+			buf.append(row)
+		}
+		if buf.Len() != n || mem.CurrentAlloc() == 0 {
+			t.Fatalf("batch %d: %d rows buffered, %d bytes counted", batch, buf.Len(), mem.CurrentAlloc())
+		}
+		if batch == 0 && len(buf.chunks) < 2 {
+			t.Fatalf("3000 rows in %d chunk: the test does not cross chunks", len(buf.chunks))
+		}
+		rb := NewRowBuilder(mem, as)
+		buf.replay(rb)
+		buf.reset()
+		got := rb.NewRecordBatch()
+		rb.Release()
+		want := ref.NewRecordBatch()
+		if !array.RecordEqual(want, got) {
+			t.Errorf("batch %d differs:\nAppendRow: %v\nreplayed:  %v", batch, want, got)
+		}
+		want.Release()
+		got.Release()
+		if buf.Len() != 0 || buf.held != 0 {
+			t.Fatalf("after reset: %d rows, %d bytes held", buf.Len(), buf.held)
+		}
 	}
 }

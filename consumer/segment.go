@@ -58,11 +58,17 @@ type segment struct {
 	f  *os.File
 	cw *countingWriter
 	w  *pqarrow.FileWriter // nil until the first row group
-	b  *RowBuilder
+	// The buffered rows: encoded in buf for a flat table, else in b's
+	// Arrow builders.
+	buf *rowBuffer
+	b   *RowBuilder
 
 	schema        *arrow.Schema
 	partitionJSON string
 	mem           memory.Allocator
+	// roomy, when set, tells whether memory allows reserving room for
+	// the next batch (the budget is far from its flush mark).
+	roomy func() bool
 }
 
 // writerProps are the Parquet settings of every segment: zstd, statistics
@@ -94,12 +100,17 @@ func openSegment(dir, topic string, partition int32, schema *arrow.Schema, parti
 	if err != nil {
 		return nil, fmt.Errorf("open segment %s: %w", n, err)
 	}
-	return &segment{
+	seg := &segment{
 		name: n, dir: dir, opened: now, first: -1, last: -1,
 		f: f, cw: &countingWriter{f: f},
 		schema: schema, partitionJSON: partitionJSON, mem: mem,
-		b: NewRowBuilder(mem, schema),
-	}, nil
+	}
+	if kinds, flat := flatKinds(schema); flat {
+		seg.buf = newRowBuffer(mem, kinds)
+	} else {
+		seg.b = NewRowBuilder(mem, schema)
+	}
+	return seg, nil
 }
 
 // writer returns the segment's Parquet writer, making it on first use
@@ -122,7 +133,11 @@ func (s *segment) writer() (*pqarrow.FileWriter, error) {
 
 // append adds one decoded row at the given Kafka offset.
 func (s *segment) append(row Row, offset int64, payloadBytes int) error {
-	s.b.Append(row)
+	if s.buf != nil {
+		s.buf.append(row)
+	} else {
+		s.b.Append(row)
+	}
 	if s.first < 0 {
 		s.first = offset
 	}
@@ -140,10 +155,33 @@ func (s *segment) append(row Row, offset int64, payloadBytes int) error {
 // reserved for the next batch.
 func (s *segment) flush() error {
 	if s.pending == 0 {
-		s.b.Unsize()
+		if s.b != nil {
+			s.b.Unsize()
+		}
 		return nil
 	}
 	return s.write(false)
+}
+
+// presized reports whether the segment holds room reserved for its next
+// batch and no rows.
+func (s *segment) presized() bool { return s.b != nil && s.b.Presized() }
+
+// batch returns the buffered rows as a record batch, and empties the
+// buffer. Encoded rows are replayed into builders made for the batch.
+func (s *segment) batch(busy bool) arrow.RecordBatch {
+	if s.buf != nil {
+		rb := NewRowBuilder(s.mem, s.schema)
+		defer rb.Release()
+		s.buf.replay(rb)
+		s.buf.reset()
+		return rb.NewRecordBatch()
+	}
+	rec := s.b.NewRecordBatch()
+	if busy && (s.roomy == nil || s.roomy()) {
+		s.b.Presize(rec)
+	}
+	return rec
 }
 
 // write writes the buffered rows as one row group; busy (a full batch)
@@ -152,11 +190,8 @@ func (s *segment) write(busy bool) error {
 	if s.pending == 0 {
 		return nil
 	}
-	rec := s.b.NewRecordBatch()
+	rec := s.batch(busy)
 	defer rec.Release()
-	if busy {
-		s.b.Presize(rec)
-	}
 	s.pending, s.pendingB = 0, 0
 	w, err := s.writer()
 	if err != nil {
@@ -182,7 +217,7 @@ func (s *segment) finish() (walfile.Name, error) {
 	if err := s.flush(); err != nil {
 		return walfile.Name{}, err
 	}
-	s.b.Release()
+	s.release()
 	w, err := s.writer() // a segment always has rows; this only guards
 	if err != nil {
 		s.f.Close()
@@ -210,10 +245,19 @@ func (s *segment) finish() (walfile.Name, error) {
 	return ready, nil
 }
 
+// release frees the buffered rows' memory.
+func (s *segment) release() {
+	if s.buf != nil {
+		s.buf.reset()
+	} else {
+		s.b.Release()
+	}
+}
+
 // discard closes and deletes the active file without making it ready: its
 // rows will be delivered again by Kafka (a lost partition).
 func (s *segment) discard() error {
-	s.b.Release()
+	s.release()
 	if s.w != nil {
 		s.w.Close()
 	}

@@ -175,6 +175,7 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 		if seg, err = openSegment(w.dir, w.ds.Topic, partition, w.schema, pj, w.mem, w.now()); err != nil {
 			return err
 		}
+		seg.roomy = w.roomy
 		st.segs[string(w.key)] = seg
 		w.m.segmentsOpen.WithLabelValues(w.ds.Name).Inc()
 	}
@@ -417,6 +418,13 @@ const (
 	heapCheckEvery = 100 * time.Millisecond
 )
 
+// roomy reports whether a busy segment may reserve room for its next
+// batch: only while the buffered rows are under half the flush mark, as
+// a reservation the budget would take back at once is only work.
+func (w *writer) roomy() bool {
+	return w.budget <= 0 || float64(w.mem.Current()) < flushMark/2*float64(w.budget)
+}
+
 // keepBudgetLocked runs after each appended record.
 func (w *writer) keepBudgetLocked(ctx context.Context) error {
 	if w.flushIdle > 0 {
@@ -448,7 +456,7 @@ func (w *writer) flushLargestLocked() (bool, error) {
 	var segs []*segment
 	for _, st := range w.parts {
 		for _, seg := range st.segs {
-			if seg.pendingB >= w.minFlush || (seg.pending == 0 && seg.b.Presized()) {
+			if seg.pendingB >= w.minFlush || (seg.pending == 0 && seg.presized()) {
 				segs = append(segs, seg)
 			}
 		}

@@ -1,0 +1,267 @@
+package consumer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/google/uuid"
+)
+
+// colKind is how rowBuffer encodes a column's values.
+type colKind uint8
+
+const (
+	kindString colKind = iota + 1
+	kindBinary
+	kindFixed
+	kindInt32
+	kindInt64
+	kindFloat32
+	kindFloat64
+	kindBool
+	kindDate32
+	kindTime64
+	kindTimestamp
+	kindDecimal
+	kindUUID
+)
+
+// flatKinds returns the encoding of each column of schema, and false when
+// a column is nested (struct, list, map): such tables buffer their rows
+// in Arrow builders instead.
+func flatKinds(schema *arrow.Schema) ([]colKind, bool) {
+	kinds := make([]colKind, schema.NumFields())
+	for i, f := range schema.Fields() {
+		switch f.Type.(type) {
+		case *arrow.StringType:
+			kinds[i] = kindString
+		case *arrow.BinaryType:
+			kinds[i] = kindBinary
+		case *arrow.FixedSizeBinaryType:
+			kinds[i] = kindFixed
+		case *arrow.Int32Type:
+			kinds[i] = kindInt32
+		case *arrow.Int64Type:
+			kinds[i] = kindInt64
+		case *arrow.Float32Type:
+			kinds[i] = kindFloat32
+		case *arrow.Float64Type:
+			kinds[i] = kindFloat64
+		case *arrow.BooleanType:
+			kinds[i] = kindBool
+		case *arrow.Date32Type:
+			kinds[i] = kindDate32
+		case *arrow.Time64Type:
+			kinds[i] = kindTime64
+		case *arrow.TimestampType:
+			kinds[i] = kindTimestamp
+		case *arrow.Decimal128Type:
+			kinds[i] = kindDecimal
+		case *extensions.UUIDType:
+			kinds[i] = kindUUID
+		default:
+			return nil, false
+		}
+	}
+	return kinds, true
+}
+
+// Chunks of a rowBuffer start small, so that thousands of open segments
+// holding a few rows each cost little, and double up to maxChunk.
+const (
+	minChunk = 4 << 10
+	maxChunk = 256 << 10
+)
+
+// rowBuffer holds a segment's rows of a flat table until they become a
+// row group, encoded compactly: for each non-null value its column number
+// and its bytes, a row ending with a zero. Sparse wide rows take about a
+// third of their Arrow size (Arrow keeps 8 bytes for every null number
+// and grows its buffers by doubling), so a memory budget holds three
+// times the rows and the row groups are that much larger; and an open
+// segment has no builders until it is written. The chunks come from the
+// segment's allocator, so the memory budget counts them.
+type rowBuffer struct {
+	mem     memory.Allocator
+	kinds   []colKind
+	chunks  [][]byte // allocated from mem, full length
+	used    []int    // bytes used in each chunk
+	next    int      // size of the next chunk
+	held    int64    // bytes of all chunks
+	rows    int
+	scratch []byte
+}
+
+func newRowBuffer(mem memory.Allocator, kinds []colKind) *rowBuffer {
+	return &rowBuffer{mem: mem, kinds: kinds, next: minChunk}
+}
+
+// append encodes one decoded row. A value of the wrong Go type for its
+// column is a programming error and panics, as with AppendRow.
+func (r *rowBuffer) append(row Row) {
+	if len(row) != len(r.kinds) {
+		panic(fmt.Sprintf("consumer: rowBuffer: row has %d values, schema has %d columns", len(row), len(r.kinds)))
+	}
+	b := r.scratch[:0]
+	for i, v := range row {
+		if v == nil {
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(i)+1)
+		switch r.kinds[i] {
+		case kindString:
+			s := v.(string)
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		case kindBinary, kindFixed:
+			x := v.([]byte)
+			b = binary.AppendUvarint(b, uint64(len(x)))
+			b = append(b, x...)
+		case kindInt32:
+			b = binary.AppendVarint(b, int64(v.(int32)))
+		case kindInt64:
+			b = binary.AppendVarint(b, v.(int64))
+		case kindFloat32:
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v.(float32)))
+		case kindFloat64:
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.(float64)))
+		case kindBool:
+			if v.(bool) {
+				b = append(b, 1)
+			} else {
+				b = append(b, 0)
+			}
+		case kindDate32:
+			b = binary.AppendVarint(b, int64(v.(arrow.Date32)))
+		case kindTime64:
+			b = binary.AppendVarint(b, int64(v.(arrow.Time64)))
+		case kindTimestamp:
+			b = binary.AppendVarint(b, int64(v.(arrow.Timestamp)))
+		case kindDecimal:
+			n := v.(decimal128.Num)
+			b = binary.LittleEndian.AppendUint64(b, uint64(n.HighBits()))
+			b = binary.LittleEndian.AppendUint64(b, n.LowBits())
+		case kindUUID:
+			u := v.(uuid.UUID)
+			b = append(b, u[:]...)
+		}
+	}
+	b = append(b, 0)
+	r.scratch = b
+	r.put(b)
+	r.rows++
+}
+
+// put copies one encoded row into the last chunk, or a new one.
+func (r *rowBuffer) put(b []byte) {
+	if n := len(r.chunks); n > 0 && len(r.chunks[n-1])-r.used[n-1] >= len(b) {
+		r.used[n-1] += copy(r.chunks[n-1][r.used[n-1]:], b)
+		return
+	}
+	size := max(r.next, len(b))
+	r.next = min(2*r.next, maxChunk)
+	c := r.mem.Allocate(size)
+	r.held += int64(len(c))
+	r.chunks = append(r.chunks, c)
+	r.used = append(r.used, copy(c, b))
+}
+
+// Len is the number of rows buffered.
+func (r *rowBuffer) Len() int { return r.rows }
+
+// replay appends the buffered rows to rb, typed, without boxing a value.
+func (r *rowBuffer) replay(rb *RowBuilder) {
+	for ci, c := range r.chunks {
+		p := c[:r.used[ci]]
+		for len(p) > 0 {
+			for {
+				col, n := binary.Uvarint(p)
+				p = p[n:]
+				if col == 0 {
+					break
+				}
+				i := int(col - 1)
+				fb := rb.fields[i]
+				if gap := rb.rows - rb.filled[i]; gap > 0 {
+					fb.AppendNulls(gap)
+				}
+				p = appendEncoded(fb, r.kinds[i], p)
+				rb.filled[i] = rb.rows + 1
+			}
+			rb.rows++
+		}
+	}
+}
+
+// appendEncoded appends the value at the start of p to fb and returns
+// the rest of p.
+func appendEncoded(fb array.Builder, kind colKind, p []byte) []byte {
+	switch kind {
+	case kindString:
+		l, n := binary.Uvarint(p)
+		fb.(*array.StringBuilder).BinaryBuilder.Append(p[n : n+int(l)])
+		return p[n+int(l):]
+	case kindBinary:
+		l, n := binary.Uvarint(p)
+		fb.(*array.BinaryBuilder).Append(p[n : n+int(l)])
+		return p[n+int(l):]
+	case kindFixed:
+		l, n := binary.Uvarint(p)
+		fb.(*array.FixedSizeBinaryBuilder).Append(p[n : n+int(l)])
+		return p[n+int(l):]
+	case kindInt32:
+		v, n := binary.Varint(p)
+		fb.(*array.Int32Builder).Append(int32(v))
+		return p[n:]
+	case kindInt64:
+		v, n := binary.Varint(p)
+		fb.(*array.Int64Builder).Append(v)
+		return p[n:]
+	case kindFloat32:
+		fb.(*array.Float32Builder).Append(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+		return p[4:]
+	case kindFloat64:
+		fb.(*array.Float64Builder).Append(math.Float64frombits(binary.LittleEndian.Uint64(p)))
+		return p[8:]
+	case kindBool:
+		fb.(*array.BooleanBuilder).Append(p[0] == 1)
+		return p[1:]
+	case kindDate32:
+		v, n := binary.Varint(p)
+		fb.(*array.Date32Builder).Append(arrow.Date32(v))
+		return p[n:]
+	case kindTime64:
+		v, n := binary.Varint(p)
+		fb.(*array.Time64Builder).Append(arrow.Time64(v))
+		return p[n:]
+	case kindTimestamp:
+		v, n := binary.Varint(p)
+		fb.(*array.TimestampBuilder).Append(arrow.Timestamp(v))
+		return p[n:]
+	case kindDecimal:
+		hi := int64(binary.LittleEndian.Uint64(p))
+		lo := binary.LittleEndian.Uint64(p[8:])
+		fb.(*array.Decimal128Builder).Append(decimal128.New(hi, lo))
+		return p[16:]
+	case kindUUID:
+		fb.(*extensions.UUIDBuilder).Append(uuid.UUID(p[:16]))
+		return p[16:]
+	}
+	panic(fmt.Sprintf("consumer: rowBuffer: unknown column kind %d", kind))
+}
+
+// reset gives every chunk back; the buffer is empty.
+func (r *rowBuffer) reset() {
+	for _, c := range r.chunks {
+		r.mem.Free(c)
+	}
+	clear(r.chunks) // no reference left to the freed chunks
+	r.chunks, r.used = r.chunks[:0], r.used[:0]
+	r.held, r.rows, r.next = 0, 0, minChunk
+}
