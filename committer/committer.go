@@ -256,9 +256,10 @@ func (c *Committer) closeCatalog() {
 // commitDataset adds the dataset's uploaded segments to its table in one
 // append and deletes their local files. With settle > 0 it waits (returns
 // false, to be asked again) while some of the dataset's ready files are
-// not uploaded yet and the oldest upload is younger than settle, so that
-// files that rotated together are committed together. It reports whether
-// it tried an append.
+// not uploaded yet and the oldest upload is younger than settle, or while
+// uploaded files wait for their offset commit, for up to an interval, so
+// that files that rotated together are committed together. It reports
+// whether it tried an append.
 func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle time.Duration) bool {
 	log := c.log.With("dataset", d.Name, "topic", d.Topic)
 	fail := func(reason, msg string, err error) {
@@ -301,10 +302,11 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 		return true
 	}
 	if len(waiting) > 0 {
-		// The consumer commits a file's offset just after renaming it,
-		// and the upload can be quicker: give the commit the settle time
-		// before leaving the file to the next interval.
-		if settle > 0 && !uploadedBefore(waiting, time.Now().Add(-settle)) {
+		// The consumer commits the offsets of a rotation once all its
+		// files are closed, which for hundreds of segments takes seconds,
+		// and their uploads can be quicker: wait for the commit, for up
+		// to an interval, before leaving the files to the next one.
+		if settle > 0 && !uploadedBefore(waiting, time.Now().Add(-c.interval)) {
 			return false
 		}
 		for _, s := range waiting {

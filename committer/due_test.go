@@ -83,10 +83,13 @@ func TestCommitWhenDue(t *testing.T) {
 	}
 
 	// A file uploaded before its offset commit landed (the consumer
-	// commits just after the rename; the upload can be quicker) waits
-	// for that commit within the settle time, without using up the
-	// dataset's interval.
+	// commits once every file of the rotation is closed; the upload can
+	// be quicker) waits for that commit, even past the settle time,
+	// without using up the dataset's interval.
 	cc := e.writeSegment(wal, "clicks", 0, 5, clickRows(300, 5, 1), true)
+	if err := os.Chtimes(filepath.Join(wal, cc.name.As(walfile.Uploaded).String()), old, old); err != nil {
+		t.Fatal(err)
+	}
 	later := now.Add(2 * c.interval)
 	c.passDue(ctx, last, later)
 	if !in(cc) || !last[clicks].Equal(now.Add(c.interval)) {
@@ -96,6 +99,22 @@ func TestCommitWhenDue(t *testing.T) {
 	c.passDue(ctx, last, later)
 	if in(cc) || !last[clicks].Equal(later) {
 		t.Fatalf("not committed once its offset commit landed: in WAL %v, last append %v", in(cc), last[clicks])
+	}
+
+	// A file whose offset commit never lands (its consumer died between
+	// the rename and the commit) holds the others up for one interval,
+	// then stays behind, and the dataset's interval counts again.
+	stuck := e.writeSegment(wal, "clicks", 1, 5, clickRows(400, 5, 1), true)
+	dd := e.writeSegment(wal, "clicks", 0, 10, clickRows(500, 5, 1), true)
+	e.commitOffset("clicks", 0, 15)
+	long := now.Add(-c.interval - time.Second)
+	if err := os.Chtimes(filepath.Join(wal, stuck.name.As(walfile.Uploaded).String()), long, long); err != nil {
+		t.Fatal(err)
+	}
+	latest := now.Add(4 * c.interval)
+	c.passDue(ctx, last, latest)
+	if !in(stuck) || in(dd) || !last[clicks].Equal(latest) {
+		t.Fatalf("after an interval: stuck in WAL %v (want true), dd in WAL %v (want false), last append %v", in(stuck), in(dd), last[clicks])
 	}
 	if !last[1-clicks].IsZero() {
 		t.Fatalf("orders had nothing to commit but its last append is %v", last[1-clicks])
