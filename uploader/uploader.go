@@ -173,23 +173,41 @@ func (u *Uploader) run(ctx, work context.Context, wg *sync.WaitGroup, events <-c
 	}
 }
 
-// untilScan waits until a scan is due: at the tick, when a ready file
-// appears, or when a slot frees and the files the last scan found are all
-// under way (a burst of thousands of ready files is listed once, not once
-// per upload). It returns false when ctx ends.
+// minScanGap is the least time between two scans that new ready files
+// trigger: a rotation renames hundreds of files one after the other, and
+// each listing of a large directory costs milliseconds.
+const minScanGap = 100 * time.Millisecond
+
+// untilScan waits until a scan is due: at the tick, or when a ready file
+// appears or a slot frees with the files the last scan found all under
+// way (a burst of thousands of ready files is listed once, not once per
+// upload), at most once per minScanGap for those. It returns false when
+// ctx ends.
 func (u *Uploader) untilScan(ctx, work context.Context, wg *sync.WaitGroup, tick <-chan time.Time, events <-chan struct{}) bool {
+	scanned := time.Now()
+	var soon <-chan time.Time // set when an event arrived too early
 	for {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-tick:
 			return true
-		case <-events:
+		case <-soon:
 			return true
+		case <-events:
 		case <-u.wake:
-			if !u.dispatch(work, wg) {
-				return true
+			if u.dispatch(work, wg) {
+				continue
 			}
+		}
+		// A new file, or a free slot and nothing queued: scan, but not
+		// sooner than minScanGap after the last one.
+		gap := minScanGap - time.Since(scanned)
+		if gap <= 0 {
+			return true
+		}
+		if soon == nil {
+			soon = time.After(gap)
 		}
 	}
 }
