@@ -1,9 +1,11 @@
 package consumer
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -31,16 +33,45 @@ const flushBytes = 32 << 20
 const dictPageLimit = 64 << 10
 
 // countingWriter counts the bytes written to the segment file, which is the
-// size rotation compares with ingestion.wal.maxFileSizeBytes.
+// size rotation compares with ingestion.wal.maxFileSizeBytes. While a row
+// group or the footer is written it goes through a buffer from writeBufs:
+// the Parquet writer writes each page header and page on its own, and a
+// 200-column row group is hundreds of small writes.
 type countingWriter struct {
-	f *os.File
-	n int64
+	f  *os.File
+	bw *bufio.Writer // set during buffered
+	n  int64
 }
 
+// writeBufs holds the write buffers of the segments being written (a few
+// at a time), so that thousands of open segments do not each hold one.
+var writeBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
+
 func (w *countingWriter) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
+	var n int
+	var err error
+	if w.bw != nil {
+		n, err = w.bw.Write(p)
+	} else {
+		n, err = w.f.Write(p)
+	}
 	w.n += int64(n)
 	return n, err
+}
+
+// buffered runs fn with writes buffered, and flushes them to the file.
+func (w *countingWriter) buffered(fn func() error) error {
+	bw := writeBufs.Get().(*bufio.Writer)
+	bw.Reset(w.f)
+	w.bw = bw
+	err := fn()
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	w.bw = nil
+	bw.Reset(nil)
+	writeBufs.Put(bw)
+	return err
 }
 
 // segment is one open active_* Parquet file holding the rows of one Kafka
@@ -197,7 +228,7 @@ func (s *segment) write(busy bool) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Write(rec); err != nil {
+	if err := s.cw.buffered(func() error { return w.Write(rec) }); err != nil {
 		return fmt.Errorf("write row group to %s: %w", s.name, err)
 	}
 	return nil
@@ -223,7 +254,7 @@ func (s *segment) finish() (walfile.Name, error) {
 		s.f.Close()
 		return walfile.Name{}, err
 	}
-	if err := w.Close(); err != nil {
+	if err := s.cw.buffered(w.Close); err != nil {
 		s.f.Close()
 		return walfile.Name{}, fmt.Errorf("close segment %s: %w", s.name, err)
 	}
