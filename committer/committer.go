@@ -585,6 +585,10 @@ func (c *Committer) dataFiles(log *slog.Logger, tbl *table.Table, pending []*seg
 		files = append(files, df)
 		ids[s.ready.UUID] = true
 		rows += s.footer.NumRows
+		// The data file holds what the append needs; a footer of a wide
+		// file with many row groups is far larger, and a batch can have
+		// thousands. A retry reads it again.
+		s.footer = nil
 	}
 	return files, ids, rows, ok
 }
