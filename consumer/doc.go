@@ -18,6 +18,15 @@
 //     Kafka has not committed: recovery deletes them, Kafka delivers the
 //     rows again, and no row is written twice.
 //
+// A segment buffers its rows until it writes them as a Parquet row group
+// (16,384 rows or 32 MB of JSON, or earlier for the memory budget): a flat
+// table's rows encoded compactly (rowBuffer), replayed into Arrow builders
+// for each row group (RowBuilder, which fills null columns lazily); a
+// table with nested columns straight into the builders. The memory budget
+// (writer.go) flushes the largest segments' rows, and when the live heap
+// still passes half of it, rotates the partitions with the most open
+// segments.
+//
 // A record that cannot be decoded is dropped and counted by reason; its
 // offset still advances with the partition. An error while writing the WAL
 // is fatal: Run returns it, the process exits and recovery runs at the next
