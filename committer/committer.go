@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -163,7 +164,7 @@ func (c *Committer) passDue(ctx context.Context, last []time.Time, now time.Time
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if c.commitDataset(ctx, d, settle) {
+			if c.commitDataset(ctx, d, settle, now) {
 				last[i] = now
 			}
 		}()
@@ -220,7 +221,7 @@ func (c *Committer) pass(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.commitDataset(ctx, d, 0)
+			c.commitDataset(ctx, d, 0, time.Now())
 		}()
 	}
 	wg.Wait()
@@ -257,10 +258,11 @@ func (c *Committer) closeCatalog() {
 // append and deletes their local files. With settle > 0 it waits (returns
 // false, to be asked again) while some of the dataset's ready files are
 // not uploaded yet and the oldest upload is younger than settle, or while
-// uploaded files wait for their offset commit, for up to an interval, so
-// that files that rotated together are committed together. It reports
+// uploaded files wait for their offset commit and the oldest upload is
+// younger than an interval, so that files that rotated together are
+// committed together; now is the time those ages count to. It reports
 // whether it tried an append.
-func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle time.Duration) bool {
+func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle time.Duration, now time.Time) bool {
 	log := c.log.With("dataset", d.Name, "topic", d.Topic)
 	fail := func(reason, msg string, err error) {
 		c.metrics.failures.WithLabelValues(d.Name, reason).Inc()
@@ -279,7 +281,22 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 		c.metrics.waiting.WithLabelValues(d.Name).Set(0)
 		return false
 	}
-	if settle > 0 && unuploaded > 0 && !uploadedBefore(pending, time.Now().Add(-settle)) {
+	if settle > 0 && unuploaded > 0 && !uploadedBefore(pending, now.Add(-settle)) {
+		return false
+	}
+	// Offsets first: they are cheap to fetch, and a due batch may wait
+	// for them without loading the table at every poll.
+	keep, waiting, err := c.offsetsCommitted(ctx, d, pending)
+	if err != nil {
+		fail(reasonError, "fetch committed offsets", err)
+		return true
+	}
+	// The consumer commits the offsets of a rotation once all its files
+	// are closed, which for hundreds of segments takes seconds, and their
+	// uploads can be quicker: wait for the commit until the batch's oldest
+	// upload is an interval old, then leave the files without one to the
+	// next interval.
+	if settle > 0 && len(waiting) > 0 && !uploadedBefore(pending, now.Add(-c.interval)) {
 		return false
 	}
 	cat, err := c.catalog(ctx)
@@ -292,28 +309,23 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 		fail(reasonError, "load table", err)
 		return true
 	}
+	// Every segment the table holds already goes, whatever its offsets say.
 	if pending, err = c.dropInTable(ctx, log, tbl, pending); err != nil {
 		fail(reasonError, "check which segments the table holds", err)
 		return true
 	}
-	pending, waiting, err := c.offsetsCommitted(ctx, d, pending)
-	if err != nil {
-		fail(reasonError, "fetch committed offsets", err)
-		return true
+	past := map[uuid.UUID]bool{} // offset committed past the file
+	for _, s := range keep {
+		past[s.ready.UUID] = true
 	}
-	if len(waiting) > 0 {
-		// The consumer commits the offsets of a rotation once all its
-		// files are closed, which for hundreds of segments takes seconds,
-		// and their uploads can be quicker: wait for the commit, for up
-		// to an interval, before leaving the files to the next one.
-		if settle > 0 && !uploadedBefore(waiting, time.Now().Add(-c.interval)) {
-			return false
-		}
-		for _, s := range waiting {
+	pending = slices.DeleteFunc(pending, func(s *segment) bool {
+		if !past[s.ready.UUID] {
 			log.Warn("segment not added: no committed offset past it", "partition", s.ready.Partition,
 				"file", s.ready.Name.String(), "end", s.ready.End, "committed", s.committed)
+			return true
 		}
-	}
+		return false
+	})
 	for attempt := 1; len(pending) > 0; attempt++ {
 		files, ids, rows, ok := c.dataFiles(log, tbl, pending)
 		if !ok && attempt == 1 {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -88,15 +89,18 @@ const (
 // segment has no builders until it is written. The chunks come from the
 // segment's allocator, so the memory budget counts them.
 type rowBuffer struct {
-	mem     memory.Allocator
-	kinds   []colKind
-	chunks  [][]byte // allocated from mem, full length
-	used    []int    // bytes used in each chunk
-	next    int      // size of the next chunk
-	held    int64    // bytes of all chunks
-	rows    int
-	scratch []byte
+	mem    memory.Allocator
+	kinds  []colKind
+	chunks [][]byte // allocated from mem, full length
+	used   []int    // bytes used in each chunk
+	next   int      // size of the next chunk
+	held   int64    // bytes of all chunks
+	rows   int
 }
+
+// encodeBufs holds the buffers rows are encoded in before they are copied
+// into a chunk, shared by all segments rather than one per open segment.
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 func newRowBuffer(mem memory.Allocator, kinds []colKind) *rowBuffer {
 	return &rowBuffer{mem: mem, kinds: kinds, next: minChunk}
@@ -108,7 +112,9 @@ func (r *rowBuffer) append(row Row) {
 	if len(row) != len(r.kinds) {
 		panic(fmt.Sprintf("consumer: rowBuffer: row has %d values, schema has %d columns", len(row), len(r.kinds)))
 	}
-	b := r.scratch[:0]
+	bp := encodeBufs.Get().(*[]byte)
+	defer encodeBufs.Put(bp)
+	b := (*bp)[:0]
 	for i, v := range row {
 		if v == nil {
 			continue
@@ -153,7 +159,7 @@ func (r *rowBuffer) append(row Row) {
 		}
 	}
 	b = append(b, 0)
-	r.scratch = b
+	*bp = b
 	r.put(b)
 	r.rows++
 }

@@ -76,6 +76,7 @@ type writer struct {
 
 	mu          sync.Mutex
 	flushIdle   int       // records to skip before looking for a segment to flush again
+	flushIdleAt int64     // the buffered bytes when flushIdle was set
 	heapChecked time.Time // when the live heap was last compared with the budget
 	shedCycles  uint64    // the GC count at the last memory rotation
 	parts       map[int32]*partState
@@ -222,6 +223,10 @@ func (w *writer) rotateAged(ctx context.Context) error {
 // time (a revoke has the rebalance timeout, 5 s, for it).
 const finishParallel = 4
 
+// finishAloneBytes is the buffered JSON above which a segment closes
+// alone rather than beside others.
+const finishAloneBytes = 4 << 20
+
 // finishAll closes every open segment of st and renames it ready, several
 // at once, and returns how many it renamed. The segments that could not
 // be closed stay in st (the error is fatal: the consumer exits).
@@ -235,22 +240,43 @@ func (w *writer) finishAll(st *partState, trigger string) (int, error) {
 		mu       sync.Mutex
 		finished []done
 	)
-	var g errgroup.Group
-	g.SetLimit(finishParallel)
-	for key, seg := range st.segs {
-		g.Go(func() error {
-			size := seg.cw.n
-			ready, err := seg.finish()
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			finished = append(finished, done{key, size, ready})
-			mu.Unlock()
-			return nil
-		})
+	finish := func(key string, seg *segment) error {
+		size := seg.cw.n
+		ready, err := seg.finish()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		finished = append(finished, done{key, size, ready})
+		mu.Unlock()
+		return nil
 	}
-	err := g.Wait()
+	// Closing a segment builds its last row group in Arrow, about three
+	// times its buffered size: the segments with much buffered close one
+	// at a time, then the small ones side by side.
+	var alone, small []string
+	for key, seg := range st.segs {
+		if seg.pendingB >= finishAloneBytes {
+			alone = append(alone, key)
+		} else {
+			small = append(small, key)
+		}
+	}
+	var err error
+	for _, key := range alone {
+		if err = finish(key, st.segs[key]); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		var g errgroup.Group
+		g.SetLimit(finishParallel)
+		for _, key := range small {
+			seg := st.segs[key]
+			g.Go(func() error { return finish(key, seg) })
+		}
+		err = g.Wait()
+	}
 	for _, d := range finished {
 		delete(st.segs, d.key)
 		w.m.segmentsOpen.WithLabelValues(w.ds.Name).Dec()
@@ -427,17 +453,20 @@ func (w *writer) roomy() bool {
 
 // keepBudgetLocked runs after each appended record.
 func (w *writer) keepBudgetLocked(ctx context.Context) error {
-	if w.flushIdle > 0 {
+	cur := w.mem.Current()
+	if w.flushIdle > 0 && cur < w.flushIdleAt+w.budget/32 {
 		w.flushIdle--
-	} else if float64(w.mem.Current()) > flushMark*float64(w.budget) {
+	} else if float64(cur) > flushMark*float64(w.budget) {
+		w.flushIdle = 0
 		flushed, err := w.flushLargestLocked()
 		if err != nil {
 			return err
 		}
 		if !flushed {
-			// Nothing large enough to flush: look again a little later
-			// rather than sort the segments at every record.
-			w.flushIdle = 1024
+			// Nothing large enough to flush: look again after 1,024
+			// records or 1/32 of the budget more, rather than sort the
+			// segments at every record.
+			w.flushIdle, w.flushIdleAt = 1024, cur
 		}
 	}
 	if now := w.now(); now.Sub(w.heapChecked) >= heapCheckEvery {
