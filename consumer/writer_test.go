@@ -443,3 +443,55 @@ func TestMemoryBudgetShedsOpenSegments(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterNestedTable runs rows of a table with a struct column through
+// the writer: such tables buffer in Arrow builders (not the encoded row
+// buffer), and a busy segment presizes its builders after a full batch.
+func TestWriterNestedTable(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "event_id", Type: iceberg.PrimitiveTypes.String, Required: true},
+		iceberg.NestedField{ID: 2, Name: "tenant", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 4, Name: "page", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
+			{ID: 5, Name: "path", Type: iceberg.PrimitiveTypes.String},
+			{ID: 6, Name: "ms", Type: iceberg.PrimitiveTypes.Int64},
+		}}},
+	)
+	_, spec := testSchema()
+	ds := config.Dataset{Name: "clicks", Topic: "clicks_v1", CustomMapping: map[string]string{
+		"event_id": "id", "tenant": "meta.tenant", "ts": "meta.ts", "page": "page",
+	}}
+	cl := &commitLog{dir: dir}
+	w, err := newWriter(ds, config.WAL{Dir: dir, MaxFileSizeBytes: 1 << 30, MaxFileAgeMinutes: 5, MaxOpenSegmentsPerPartition: 10},
+		schema, spec, discardLogger(), newMetrics(newRegistry()), cl.commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rows = flushRows + 500
+	for i := 0; i < rows; i++ {
+		payload := fmt.Sprintf(`{"id":"e%d","meta":{"tenant":"acme","ts":"2026-11-30T10:00:00Z"},"page":{"path":"/p/%d","ms":%d}}`, i, i%7, i)
+		must(t, w.record(ctx, 0, int64(i), []byte(payload)))
+		if i == flushRows-1 {
+			if w.openSegments() != 1 {
+				t.Fatalf("%d open segments, want 1", w.openSegments())
+			}
+			for _, seg := range w.parts[0].segs {
+				if seg.buf != nil || seg.b == nil {
+					t.Fatal("a table with a struct column buffers its rows encoded")
+				}
+				if !seg.b.Presized() || seg.pending != 0 {
+					t.Fatalf("after a full batch: presized %v, %d rows pending; want a presized, empty builder", seg.b.Presized(), seg.pending)
+				}
+			}
+		}
+	}
+	must(t, w.rotate(ctx, nil, TriggerShutdown))
+	if n := rowsInFiles(t, dir); n != rows {
+		t.Fatalf("files hold %d rows, want %d", n, rows)
+	}
+	if got := cl.last(0); got != rows {
+		t.Fatalf("committed %d, want %d", got, rows)
+	}
+}
