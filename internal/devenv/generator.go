@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -123,7 +122,7 @@ func (g *Generator) Run(ctx context.Context, first, count int64) error {
 		defer t.Stop()
 		tick = t.C
 	}
-	var firstErr errOnce
+	var firstErr atomic.Pointer[error] // the first error a produce callback reported
 	seq := first
 	for count <= 0 || seq < first+count {
 		if tick != nil {
@@ -154,7 +153,7 @@ func (g *Generator) Run(ctx context.Context, first, count int64) error {
 			g.cl.Produce(context.WithoutCancel(ctx), &kgo.Record{Key: key, Value: payload},
 				func(_ *kgo.Record, err error) {
 					if err != nil {
-						firstErr.set(err)
+						firstErr.CompareAndSwap(nil, &err)
 					}
 				})
 			seq++
@@ -163,34 +162,14 @@ func (g *Generator) Run(ctx context.Context, first, count int64) error {
 	return g.flush(&firstErr)
 }
 
-func (g *Generator) flush(firstErr *errOnce) error {
+func (g *Generator) flush(firstErr *atomic.Pointer[error]) error {
 	if err := g.cl.Flush(context.Background()); err != nil {
 		return fmt.Errorf("flush produced records: %w", err)
 	}
-	if err := firstErr.get(); err != nil {
-		return fmt.Errorf("produce: %w", err)
+	if err := firstErr.Load(); err != nil {
+		return fmt.Errorf("produce: %w", *err)
 	}
 	return nil
-}
-
-// errOnce keeps the first error reported by produce callbacks.
-type errOnce struct {
-	mu  sync.Mutex
-	err error
-}
-
-func (e *errOnce) set(err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.err == nil {
-		e.err = err
-	}
-}
-
-func (e *errOnce) get() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.err
 }
 
 // Close closes the producer.
