@@ -152,22 +152,27 @@ func settleTime(interval time.Duration) time.Duration {
 // interval that takes up to 10 s off the freshness of the first rows.
 // last is updated for the datasets that tried an append, whatever its
 // outcome, so an unreachable catalog is retried once per interval.
+//
+// With last nil, every dataset commits what it has, without settling.
+// Datasets run side by side, so that one dataset's slow or failing
+// catalog does not hold up another's.
 func (c *Committer) passDue(ctx context.Context, last []time.Time, now time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, max(minPassTimeout, 3*c.interval))
 	defer cancel()
-	settle := settleTime(c.interval)
+	var settle time.Duration
+	if last != nil {
+		settle = settleTime(c.interval)
+	}
 	var wg sync.WaitGroup
 	for i, d := range c.cfg.Datasets {
-		if !last[i].IsZero() && now.Sub(last[i]) < c.interval {
+		if last != nil && !last[i].IsZero() && now.Sub(last[i]) < c.interval {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if c.commitDataset(ctx, d, settle, now) {
+		wg.Go(func() {
+			if c.commitDataset(ctx, d, settle, now) && last != nil {
 				last[i] = now
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
@@ -210,22 +215,9 @@ func (c *Committer) drain(parent context.Context) error {
 	return nil
 }
 
-// pass commits every dataset once, now: the drain's last pass. Datasets
-// run side by side, so that one dataset's slow or failing catalog does not
-// hold up another's.
-func (c *Committer) pass(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, max(minPassTimeout, 3*c.interval))
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, d := range c.cfg.Datasets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.commitDataset(ctx, d, 0, time.Now())
-		}()
-	}
-	wg.Wait()
-}
+// pass commits every dataset once, now, without settling: the drain's
+// last pass.
+func (c *Committer) pass(ctx context.Context) { c.passDue(ctx, nil, time.Now()) }
 
 // catalog opens the catalog on first use; a failure is retried at the
 // next pass.

@@ -836,27 +836,12 @@ var allTypesDocs = []string{
 // the rows to a RecordBuilder, writes a zstd Parquet file, reads it back and
 // compares every value.
 func TestAppendRoundTripParquet(t *testing.T) {
-	schema := allTypesSchema()
-	d, err := NewDecoder(schema, allTypesMapping())
-	if err != nil {
-		t.Fatal(err)
-	}
-	as, err := ArrowSchema(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows, as := decodeAllTypes(t, allTypesSchema(), allTypesMapping())
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	b := array.NewRecordBuilder(mem, as)
 	defer b.Release()
-
-	var rows []Row
-	for _, doc := range allTypesDocs {
-		row, err := d.Decode([]byte(doc))
-		if err != nil {
-			t.Fatalf("decode %s: %v", doc, err)
-		}
-		rows = append(rows, row)
+	for _, row := range rows {
 		AppendRow(b, row)
 	}
 	rec := b.NewRecordBatch()
@@ -895,7 +880,7 @@ func TestAppendRoundTripParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tbl.Release()
-	if int(tbl.NumRows()) != len(rows) || int(tbl.NumCols()) != len(schema.Fields()) {
+	if int(tbl.NumRows()) != len(rows) || int(tbl.NumCols()) != as.NumFields() {
 		t.Fatalf("read %d rows %d columns", tbl.NumRows(), tbl.NumCols())
 	}
 	for c := 0; c < int(tbl.NumCols()); c++ {

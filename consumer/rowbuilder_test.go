@@ -16,23 +16,7 @@ import (
 // the lazily null-filling RowBuilder, over three batches with a presize
 // between them, and requires equal record batches and no leaked memory.
 func TestRowBuilderMatchesAppendRow(t *testing.T) {
-	schema := allTypesSchema()
-	d, err := NewDecoder(schema, allTypesMapping())
-	if err != nil {
-		t.Fatal(err)
-	}
-	as, err := ArrowSchema(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var docs []Row
-	for _, doc := range allTypesDocs {
-		row, err := d.Decode([]byte(doc))
-		if err != nil {
-			t.Fatalf("decode %s: %v", doc, err)
-		}
-		docs = append(docs, row)
-	}
+	docs, as := decodeAllTypes(t, allTypesSchema(), allTypesMapping())
 	empty := make(Row, len(docs[0])) // every column null
 	batches := [][]Row{
 		{docs[0], empty, empty, docs[1], docs[2], docs[3], empty},
@@ -95,28 +79,17 @@ func TestRowBufferMatchesAppendRow(t *testing.T) {
 			mapping[k] = v
 		}
 	}
-	d, err := NewDecoder(flat, mapping)
-	if err != nil {
-		t.Fatal(err)
-	}
-	as, err := ArrowSchema(flat)
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs, as := decodeAllTypes(t, flat, mapping)
 	kinds, ok := flatKinds(as)
 	if !ok {
 		t.Fatal("flatKinds: the primitive columns are not flat")
 	}
-	if _, ok := flatKinds(func() *arrow.Schema { s, _ := ArrowSchema(full); return s }()); ok {
-		t.Fatal("flatKinds: a schema with structs, lists and maps is flat")
+	fullArrow, err := ArrowSchema(full)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var docs []Row
-	for _, doc := range allTypesDocs {
-		row, err := d.Decode([]byte(doc))
-		if err != nil {
-			t.Fatalf("decode %s: %v", doc, err)
-		}
-		docs = append(docs, row)
+	if _, isFlat := flatKinds(fullArrow); isFlat {
+		t.Fatal("flatKinds: a schema with structs, lists and maps is flat")
 	}
 
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
@@ -154,4 +127,27 @@ func TestRowBufferMatchesAppendRow(t *testing.T) {
 			t.Fatalf("after reset: %d rows, %d bytes held", buf.Len(), buf.held)
 		}
 	}
+}
+
+// decodeAllTypes decodes allTypesDocs with schema and mapping, and returns
+// the rows and the schema's Arrow schema.
+func decodeAllTypes(t *testing.T, schema *iceberg.Schema, mapping map[string]string) ([]Row, *arrow.Schema) {
+	t.Helper()
+	d, err := NewDecoder(schema, mapping)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := ArrowSchema(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []Row
+	for _, doc := range allTypesDocs {
+		row, err := d.Decode([]byte(doc))
+		if err != nil {
+			t.Fatalf("decode %s: %v", doc, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, as
 }
