@@ -45,9 +45,17 @@ fuzz:
 # three roles, against Azurite and a SQLite catalog; the last line of its
 # output is the result as JSON. `./bin/ingestor bench -help` lists the
 # other sizes; bench-all runs both shapes with both key distributions.
-.PHONY: bench bench-all
+.PHONY: bench bench-all bench-soak
 bench: deps-azurite build
 	./$(BIN) bench
+
+# The soak run (docs/benchmarks.md, "Table health over many commits"): a
+# day of commits fast-forwarded, the table's health printed at checkpoints.
+# SOAK_COMMITS sets its length; SOAK_FLAGS adds options, for instance
+# SOAK_FLAGS=--maintenance=false.
+SOAK_COMMITS ?= 1000
+bench-soak: deps-azurite build
+	./$(BIN) bench --soak-commits $(SOAK_COMMITS) $(SOAK_FLAGS)
 
 bench-all: deps-azurite build
 	@set -e; for shape in narrow wide; do for keys in uniform skewed; do \

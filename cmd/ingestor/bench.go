@@ -30,8 +30,34 @@ func runBench(args []string) int {
 	fs.Int64Var(&o.MaxFileSizeBytes, "max-file-size-bytes", o.MaxFileSizeBytes, "ingestion.wal.maxFileSizeBytes (0: the default)")
 	fs.StringVar(&o.Out, "out", o.Out, "keep the run's files and result.json in this directory (default: a temporary one, removed)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "limit of the whole run")
+	soak := bench.SoakOptions()
+	fs.IntVar(&o.SoakCommits, "soak-commits", 0, fmt.Sprintf("soak run: produce until the committer made this many commits, and print the table's health at checkpoints; "+
+		"unless given, its rate is %d, tenants %d, partitions %d, commit interval %gs, file age %g min, timeout %s",
+		soak.Rate, soak.Tenants, soak.Partitions, soak.CommitIntervalSeconds, soak.MaxFileAgeMinutes, soak.Timeout))
+	fs.IntVar(&o.SoakCheckpoints, "soak-checkpoints", soak.SoakCheckpoints, "soak run: checkpoints besides the one at the end")
+	maintenance := fs.Bool("maintenance", true, "write maintenance.enabled into the configuration (only when given)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["maintenance"] {
+		o.Maintenance = maintenance
+	}
+	if o.SoakCommits > 0 {
+		// The soak run's own defaults, where a flag does not say otherwise.
+		for name, apply := range map[string]func(){
+			"rate":                    func() { o.Rate = soak.Rate },
+			"tenants":                 func() { o.Tenants = soak.Tenants },
+			"partitions":              func() { *partitions = int(soak.Partitions) },
+			"commit-interval-seconds": func() { o.CommitIntervalSeconds = soak.CommitIntervalSeconds },
+			"max-file-age-minutes":    func() { o.MaxFileAgeMinutes = soak.MaxFileAgeMinutes },
+			"timeout":                 func() { o.Timeout = soak.Timeout },
+		} {
+			if !set[name] {
+				apply()
+			}
+		}
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: ingestor bench [flags]; see ingestor bench -help")

@@ -66,6 +66,18 @@ type Options struct {
 	Timeout time.Duration
 	// Log receives progress lines; nothing is written when nil.
 	Log io.Writer
+
+	// SoakCommits > 0 makes a soak run (soak.go): events are produced at
+	// Rate until the committer has made this many appends, and the
+	// table's health is taken at SoakCheckpoints checkpoints and at the
+	// end. Events is then ignored.
+	SoakCommits     int
+	SoakCheckpoints int
+	// Maintenance, when set, is written into the configuration as
+	// maintenance.enabled; when nil the key is left out (the
+	// configuration is strict, and ingestors without a maintainer reject
+	// it).
+	Maintenance *bool
 }
 
 // Kafka keys of the records, Options.KafkaKey.
@@ -174,6 +186,17 @@ type Result struct {
 	Duplicated  int64 `json:"duplicated"`
 	Unexpected  int64 `json:"unexpected"`
 	WrongTenant int64 `json:"wrong_tenant"`
+
+	// A soak run's figures (soak.go): the health at each checkpoint, the
+	// last one after the stop also as Health, and the commit durations of
+	// the first hundred appends. Maintenance is the maintenance.enabled
+	// written into the configuration, absent when none was.
+	SoakCommits         int      `json:"soak_commits,omitempty"`
+	Maintenance         *bool    `json:"maintenance,omitempty"`
+	CommitFirst100P50Ms float64  `json:"commit_first100_p50_ms,omitempty"`
+	CommitFirst100P95Ms float64  `json:"commit_first100_p95_ms,omitempty"`
+	Health              *Health  `json:"health,omitempty"`
+	Checkpoints         []Health `json:"checkpoints,omitempty"`
 }
 
 // Run runs one benchmark and returns its result. An error means the run
@@ -190,7 +213,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	switch {
-	case o.Events < 1:
+	case o.SoakCommits < 0:
+		return nil, fmt.Errorf("soak-commits: want 0 (no soak) or more, got %d", o.SoakCommits)
+	case o.Events < 1 && o.SoakCommits == 0:
 		return nil, fmt.Errorf("events: want at least 1, got %d", o.Events)
 	case o.Rate < 0:
 		return nil, fmt.Errorf("rate: want 0 (full speed) or more, got %d", o.Rate)
@@ -284,6 +309,8 @@ type runner struct {
 	supDone chan struct{} // closed when sup has been waited for
 	supErr  error
 	logf    *os.File
+
+	soakState *soakState // a soak run's checkpoints; nil otherwise
 }
 
 // close stops whatever is still running, the ingestor first (by SIGKILL:
@@ -386,8 +413,12 @@ func (b *runner) start(ctx context.Context) error {
 		b.supErr = b.sup.Wait()
 		close(b.supDone)
 	}()
+	events := strconv.FormatInt(b.o.Events, 10)
+	if b.o.SoakCommits > 0 {
+		events = "soak of " + strconv.Itoa(b.o.SoakCommits) + " commits,"
+	}
 	b.say("%s %s events, keys %s over %d tenants, %d partitions, rate %s; ingestor pid %d, logs in %s",
-		b.o.Shape, strconv.FormatInt(b.o.Events, 10), b.o.Keys, b.o.Tenants, b.o.Partitions, rateText(b.o.Rate),
+		b.o.Shape, events, b.o.Keys, b.o.Tenants, b.o.Partitions, rateText(b.o.Rate),
 		b.sup.Process.Pid, b.logf.Name())
 
 	deadline := time.Now().Add(90 * time.Second)
@@ -463,6 +494,7 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 	genDone := make(chan error, 1)
 	var produced time.Duration
 	go func() {
+		// A soak run produces until soak stops it.
 		err := gen.Run(genCtx, 0, b.o.Events)
 		produced = time.Since(t0)
 		genDone <- err
@@ -474,6 +506,16 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 			<-genDone
 		}
 	}()
+	if b.o.SoakCommits > 0 {
+		err := b.soak(ctx, t0, stopGen, genDone)
+		genRunning = false
+		if err != nil {
+			return nil, err
+		}
+		// From here on the run is an ordinary one of the events produced.
+		b.o.Events, _ = gen.Produced()
+		b.say("%4.0fs soak: %d commits made; %d events produced", time.Since(t0).Seconds(), b.o.SoakCommits, b.o.Events)
+	}
 
 	// Follow the consumer until it has written every event.
 	var consumed time.Duration
@@ -550,6 +592,11 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 		restarts = s.Sum("ingestor_supervisor_role_restarts_total")
 	}
 
+	if b.soakState != nil {
+		if m, ok := b.scrapeRewritten(ctx); ok {
+			b.soakState.metric = m
+		}
+	}
 	// An orderly stop, as Kubernetes does it.
 	if err := b.sup.Process.Signal(syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("stop the ingestor: %w", err)
@@ -578,11 +625,21 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load table: %w", err)
 	}
+	if b.soakState != nil {
+		if err := b.checkpoint(ctx, t0); err != nil {
+			return nil, err
+		}
+	}
 	sc, err := scoreTable(ctx, tbl, b.run, b.o.Events, b.ten)
 	if err != nil {
 		return nil, err
 	}
 	r := b.result(sc, procs, t0, consumed, produced, cpu, cpu0, jsonBytes.Load())
+	if b.soakState != nil {
+		r.SoakCommits = b.o.SoakCommits
+		b.soakState.fillSoak(r)
+	}
+	r.Maintenance = b.o.Maintenance
 	r.LoadAverage1m = load
 	r.Restarts = int(restarts)
 	r.RotationsByTrigger = map[string]int{}

@@ -225,6 +225,39 @@ func TestConfigYAMLLoads(t *testing.T) {
 	}
 }
 
+func TestConfigYAMLMaintenance(t *testing.T) {
+	// maintenance.enabled is written only when asked for: the
+	// configuration is strict, and an ingestor without the key refuses it.
+	sh, err := devenv.ShapeByName("narrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(m *bool) string {
+		o := SoakOptions()
+		o.Maintenance = m
+		return configYAML(setup{walDir: t.TempDir(), broker: "127.0.0.1:9092",
+			catalog: map[string]string{"type": "sql", "uri": "file:/tmp/x.db", "sql.driver": "sqlite", "sql.dialect": "sqlite", "warehouse": "file:///tmp/wh"},
+			metrics: [4]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"}, shape: sh, opts: o, drainSec: 120})
+	}
+	y := render(nil)
+	if strings.Contains(y, "maintenance") {
+		t.Errorf("maintenance written though not asked for:\n%s", y)
+	}
+	cfg, err := config.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Ingestion.CommitIntervalSeconds != 0.18 || cfg.Ingestion.WAL.MaxFileAgeMinutes != 0.01 {
+		t.Errorf("soak ingestion %+v, want a commit every 0.18 s and files of 0.6 s", cfg.Ingestion)
+	}
+	for _, v := range []bool{true, false} {
+		want := "\nmaintenance: {enabled: " + strconv.FormatBool(v) + "}\n"
+		if y := render(&v); !strings.Contains(y, want) {
+			t.Errorf("maintenance %v: no %q in\n%s", v, want, y)
+		}
+	}
+}
+
 func TestFreshDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new")
 	if err := freshDir(dir); err != nil {

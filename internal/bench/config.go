@@ -44,6 +44,11 @@ func configYAML(s setup) string {
 	}
 	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q}\n",
 		s.metrics[0], s.metrics[1], s.metrics[2], s.metrics[3])
+	// The key goes in only when asked for: the configuration is strict,
+	// so an ingestor without a maintainer would refuse it.
+	if s.opts.Maintenance != nil {
+		fmt.Fprintf(&b, "maintenance: {enabled: %t}\n", *s.opts.Maintenance)
+	}
 	fmt.Fprintf(&b, "datasets:\n  - name: %s\n    topic: %s\n    table: %s\n    customMapping:\n", dataset, topic, tableID)
 	for _, c := range s.shape.Columns {
 		fmt.Fprintf(&b, "      %s: %q\n", c.Name, s.shape.Mapping[c.Name])

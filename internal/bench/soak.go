@@ -1,0 +1,238 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icewal/ingestor/internal/devenv"
+)
+
+// SoakOptions are the soak run's defaults (`ingestor bench --soak-commits
+// N`): a day of production commits fast-forwarded, as issue 12 measured
+// it: 16 tenants over 4 Kafka partitions at 5,000 events/s, a commit every
+// 0.18 s of files rotated after 0.6 s.
+func SoakOptions() Options {
+	o := DefaultOptions()
+	o.Events = 0
+	o.Rate = 5000
+	o.Tenants = 16
+	o.Partitions = 4
+	o.CommitIntervalSeconds = 0.18
+	o.MaxFileAgeMinutes = 0.01
+	o.SoakCheckpoints = 10
+	o.Timeout = 6 * time.Hour
+	return o
+}
+
+// rewrittenMetric is the maintainer's count of the bytes it rewrote; the
+// soak run prefers it to the snapshots' summaries where a role exports it.
+const rewrittenMetric = "ingestor_maintainer_bytes_rewritten_total"
+
+// soakState is what a soak run gathers between checkpoints.
+type soakState struct {
+	log       *os.File  // the ingestor's log, read for "committed" lines
+	rest      []byte    // a partial last line of log
+	durations []float64 // each append's duration in ms, in order
+	windowAt  int       // durations[windowAt:] are since the last checkpoint
+	ledger    writeLedger
+	metric    float64 // rewrittenMetric, -1 while no role exports it
+	points    []Health
+}
+
+// soak follows the committer until it has made o.SoakCommits appends,
+// taking the table's health every o.SoakCommits/o.SoakCheckpoints
+// appends, then stops the generator (stop) and waits for it (done).
+func (b *runner) soak(ctx context.Context, t0 time.Time, stop func(), done <-chan error) error {
+	st := &soakState{metric: -1}
+	b.soakState = st
+	var err error
+	if st.log, err = os.Open(b.logf.Name()); err != nil {
+		return fmt.Errorf("read the ingestor log: %w", err)
+	}
+	step := max(b.o.SoakCommits/max(b.o.SoakCheckpoints, 1), 1)
+	next := step
+	lastLine := time.Now()
+	for {
+		if err := st.readDurations(); err != nil {
+			return err
+		}
+		n := len(st.durations)
+		if n >= next || n >= b.o.SoakCommits {
+			if err := b.checkpoint(ctx, t0); err != nil {
+				return err
+			}
+			for next <= n {
+				next += step
+			}
+		}
+		if n >= b.o.SoakCommits {
+			break
+		}
+		if time.Since(lastLine) >= 10*time.Second {
+			lastLine = time.Now()
+			b.say("%4.0fs soak: %d of %d commits", time.Since(t0).Seconds(), n, b.o.SoakCommits)
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("the generator stopped before %d commits: %v", b.o.SoakCommits, err)
+		default:
+		}
+		if err := b.sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		return fmt.Errorf("generator: %w", err)
+	}
+	return nil
+}
+
+// checkpoint takes the table's health now and records it.
+func (b *runner) checkpoint(ctx context.Context, t0 time.Time) error {
+	st := b.soakState
+	if err := st.readDurations(); err != nil {
+		return err
+	}
+	if m, ok := b.scrapeRewritten(ctx); ok {
+		st.metric = m
+	}
+	tbl, err := b.cat.LoadTable(ctx, table.Identifier(b.cfg.Datasets[0].TableIdent()))
+	if err != nil {
+		return fmt.Errorf("load table: %w", err)
+	}
+	part := tenantHour{tenant: b.ten.Name(0), hour: t0.UTC().Truncate(time.Hour)}
+	h, err := tableHealth(ctx, tbl, b.listBlobs, part)
+	if err != nil {
+		return err
+	}
+	h.Commits = len(st.durations)
+	h.Seconds = round(time.Since(t0).Seconds(), 1)
+	window := slices.Clone(st.durations[st.windowAt:])
+	st.windowAt = len(st.durations)
+	slices.Sort(window)
+	h.CommitsInWindow = len(window)
+	h.CommitP50Ms, h.CommitP95Ms = quantile(window, 0.5), quantile(window, 0.95)
+	st.ledger.add(tbl)
+	st.ledger.fill(h, st.metric)
+	st.points = append(st.points, *h)
+	b.say("checkpoint %d commits: metadata.json %d B, metadata dir %d B (%d files), %d manifests, %d data files (p50 %d B, %d small, max %d in a partition), commit p50/p95 %.0f/%.0f ms, scan plan table %.0f ms, %s %.0f ms, write amplification %.2f",
+		h.Commits, h.MetadataJSONBytes, h.MetadataDirBytes, h.MetadataDirFiles, h.Manifests, h.DataFiles,
+		h.FileSizeBytes["p50"], h.SmallFiles, h.SmallFilesMaxPerPartition, h.CommitP50Ms, h.CommitP95Ms,
+		h.ScanPlanTableMs, h.ScanPartition, h.ScanPlanPartitionMs, h.WriteAmplification)
+	return nil
+}
+
+// listBlobs lists the run's Azurite objects under location.
+func (b *runner) listBlobs(ctx context.Context, location string) ([]object, error) {
+	blobs, err := b.azurite.ListBlobs(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]object, len(blobs))
+	for i, bl := range blobs {
+		out[i] = object{path: bl.Location, size: bl.Size}
+	}
+	return out, nil
+}
+
+// scrapeRewritten looks for the maintainer's rewritten-bytes counter on
+// every metrics endpoint of the configuration: false when no role exports
+// it (an ingestor without a maintainer).
+func (b *runner) scrapeRewritten(ctx context.Context) (float64, bool) {
+	m := b.cfg.Metrics
+	var total float64
+	found := false
+	addrs := []string{m.Address, m.Roles.Consumer, m.Roles.Uploader, m.Roles.Committer}
+	// A role without an address of its own in the configuration takes a
+	// port after the supervisor's (config.Metrics); the one after the
+	// committer's is where a fourth role would listen.
+	if host, port, err := net.SplitHostPort(m.Address); err == nil {
+		if p, err := strconv.Atoi(port); err == nil {
+			addrs = append(addrs, net.JoinHostPort(host, strconv.Itoa(p+4)))
+		}
+	}
+	for _, addr := range addrs {
+		if addr == "" {
+			continue
+		}
+		s, err := devenv.Scrape(ctx, addr)
+		if err != nil {
+			continue
+		}
+		for k := range s {
+			if base, _, _ := strings.Cut(k, "{"); base == rewrittenMetric {
+				found = true
+			}
+		}
+		total += s.Sum(rewrittenMetric)
+	}
+	return total, found
+}
+
+// readDurations reads the log lines written since the last call and keeps
+// the duration of each append the committer logged ("committed").
+func (st *soakState) readDurations() error {
+	chunk, err := io.ReadAll(st.log)
+	if err != nil {
+		return fmt.Errorf("read the ingestor log: %w", err)
+	}
+	data := append(st.rest, chunk...)
+	i := bytes.LastIndexByte(data, '\n')
+	if i < 0 {
+		st.rest = data
+		return nil
+	}
+	st.rest = slices.Clone(data[i+1:])
+	st.durations = append(st.durations, commitDurations(data[:i+1])...)
+	return nil
+}
+
+// commitDurations returns the duration_ms of every "committed" line of
+// the committer in log, JSON lines as the supervisor passes them through.
+func commitDurations(log []byte) []float64 {
+	var out []float64
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"committed"`)) {
+			continue
+		}
+		if j := bytes.IndexByte(line, '{'); j > 0 {
+			line = line[j:]
+		}
+		var rec struct {
+			Msg        string   `json:"msg"`
+			DurationMs *float64 `json:"duration_ms"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Msg == "committed" && rec.DurationMs != nil {
+			out = append(out, *rec.DurationMs)
+		}
+	}
+	return out
+}
+
+// fillSoak adds the soak run's figures to r.
+func (st *soakState) fillSoak(r *Result) {
+	r.Checkpoints = st.points
+	if len(st.points) > 0 {
+		last := st.points[len(st.points)-1]
+		r.Health = &last
+	}
+	first := slices.Clone(st.durations[:min(len(st.durations), 100)])
+	slices.Sort(first)
+	r.CommitFirst100P50Ms, r.CommitFirst100P95Ms = quantile(first, 0.5), quantile(first, 0.95)
+}
