@@ -273,3 +273,52 @@ func TestFreshDir(t *testing.T) {
 		t.Fatal("a directory with an earlier run's catalog was accepted")
 	}
 }
+
+// TestBenchSoakSmoke runs a short soak run and checks that its result
+// carries the checkpoints, taken on the soak settings, and that their
+// health agrees with the scored table.
+func TestBenchSoakSmoke(t *testing.T) {
+	bin := ingestorBinary(t)
+	out := t.TempDir()
+	cmd := exec.Command(bin, "bench", "--soak-commits", "20", "--soak-checkpoints", "2", "--out", out, "--timeout", "3m")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var r Result
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.ExactlyOnce || r.Events < 1 || r.TableRows != r.Events {
+		t.Fatalf("exactly_once=%v, events %d, table rows %d", r.ExactlyOnce, r.Events, r.TableRows)
+	}
+	if r.SoakCommits != 20 || r.Tenants != 16 || r.Partitions != 4 || r.Rate != 5000 || r.CommitIntervalSeconds != 0.18 || r.MaxFileAgeMinutes != 0.01 {
+		t.Errorf("soak settings: %d commits, %d tenants, %d partitions, rate %d, commit %gs, file age %g min",
+			r.SoakCommits, r.Tenants, r.Partitions, r.Rate, r.CommitIntervalSeconds, r.MaxFileAgeMinutes)
+	}
+	// Checkpoints at 10 and 20 commits, and one after the stop.
+	if len(r.Checkpoints) != 3 || r.Health == nil {
+		t.Fatalf("%d checkpoints, health %v, want 3 and the last", len(r.Checkpoints), r.Health)
+	}
+	for i, h := range r.Checkpoints {
+		if (i < 2 && h.Commits < 10*(i+1)) || (i > 0 && h.Commits < r.Checkpoints[i-1].Commits) {
+			t.Errorf("checkpoint %d at %d commits", i, h.Commits)
+		}
+	}
+	h := r.Health
+	if h.DataFiles != r.Files || h.ScanPlanTableFiles != r.Files || h.Snapshots < 1 || h.Manifests < 1 {
+		t.Errorf("health: %d data files, %d planned, %d snapshots, %d manifests; the table has %d files",
+			h.DataFiles, h.ScanPlanTableFiles, h.Snapshots, h.Manifests, r.Files)
+	}
+	if h.MetadataJSONBytes <= 0 || h.MetadataDirBytes <= h.MetadataJSONBytes || h.MetadataJSONFiles < 2 {
+		t.Errorf("metadata.json %d B, dir %d B, %d versions", h.MetadataJSONBytes, h.MetadataDirBytes, h.MetadataJSONFiles)
+	}
+	if h.ScanPlanPartitionFiles < 1 || h.ScanPlanPartitionFiles > h.ScanPlanTableFiles || h.WriteAmplification < 1 || h.BytesAppended <= 0 {
+		t.Errorf("partition plan %d files, write amplification %v, appended %d B", h.ScanPlanPartitionFiles, h.WriteAmplification, h.BytesAppended)
+	}
+	if r.CommitFirst100P50Ms <= 0 || r.CommitFirst100P95Ms < r.CommitFirst100P50Ms {
+		t.Errorf("first commits p50 %v ms, p95 %v ms", r.CommitFirst100P50Ms, r.CommitFirst100P95Ms)
+	}
+}
