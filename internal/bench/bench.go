@@ -187,16 +187,11 @@ type Result struct {
 	Unexpected  int64 `json:"unexpected"`
 	WrongTenant int64 `json:"wrong_tenant"`
 
-	// A soak run's figures (soak.go): the health at each checkpoint, the
-	// last one after the stop also as Health, and the commit durations of
-	// the first hundred appends. Maintenance is the maintenance.enabled
-	// written into the configuration, absent when none was.
-	SoakCommits         int      `json:"soak_commits,omitempty"`
-	Maintenance         *bool    `json:"maintenance,omitempty"`
-	CommitFirst100P50Ms float64  `json:"commit_first100_p50_ms,omitempty"`
-	CommitFirst100P95Ms float64  `json:"commit_first100_p95_ms,omitempty"`
-	Health              *Health  `json:"health,omitempty"`
-	Checkpoints         []Health `json:"checkpoints,omitempty"`
+	// Maintenance is the maintenance.enabled written into the
+	// configuration, absent when none was.
+	Maintenance *bool `json:"maintenance,omitempty"`
+	// SoakResult holds a soak run's figures; nil otherwise.
+	*SoakResult
 }
 
 // Run runs one benchmark and returns its result. An error means the run
@@ -507,6 +502,7 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 		}
 	}()
 	if b.o.SoakCommits > 0 {
+		// soak returns with the generator stopped and waited for.
 		err := b.soak(ctx, t0, stopGen, genDone)
 		genRunning = false
 		if err != nil {
@@ -636,8 +632,7 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 	}
 	r := b.result(sc, procs, t0, consumed, produced, cpu, cpu0, jsonBytes.Load())
 	if b.soakState != nil {
-		r.SoakCommits = b.o.SoakCommits
-		b.soakState.fillSoak(r)
+		r.SoakResult = b.soakState.result(b.o.SoakCommits)
 	}
 	r.Maintenance = b.o.Maintenance
 	r.LoadAverage1m = load

@@ -42,7 +42,8 @@ const rewrittenMetric = "ingestor_maintainer_bytes_rewritten_total"
 
 // soakState is what a soak run gathers between checkpoints.
 type soakState struct {
-	log       *os.File  // the ingestor's log, read for "committed" lines
+	log       string    // the ingestor's log, read for "committed" lines
+	read      int64     // bytes of log read so far
 	rest      []byte    // a partial last line of log
 	durations []float64 // each append's duration in ms, in order
 	windowAt  int       // durations[windowAt:] are since the last checkpoint
@@ -53,14 +54,20 @@ type soakState struct {
 
 // soak follows the committer until it has made o.SoakCommits appends,
 // taking the table's health every o.SoakCommits/o.SoakCheckpoints
-// appends, then stops the generator (stop) and waits for it (done).
-func (b *runner) soak(ctx context.Context, t0 time.Time, stop func(), done <-chan error) error {
-	st := &soakState{metric: -1}
+// appends. It returns with the generator stopped (stop) and waited for
+// (done), whatever the outcome.
+func (b *runner) soak(ctx context.Context, t0 time.Time, stop func(), done <-chan error) (err error) {
+	genDone := false
+	defer func() {
+		if !genDone {
+			stop()
+			if genErr := <-done; genErr != nil && err == nil {
+				err = fmt.Errorf("generator: %w", genErr)
+			}
+		}
+	}()
+	st := &soakState{log: b.logf.Name(), metric: -1}
 	b.soakState = st
-	var err error
-	if st.log, err = os.Open(b.logf.Name()); err != nil {
-		return fmt.Errorf("read the ingestor log: %w", err)
-	}
 	step := max(b.o.SoakCommits/max(b.o.SoakCheckpoints, 1), 1)
 	next := step
 	lastLine := time.Now()
@@ -86,16 +93,13 @@ func (b *runner) soak(ctx context.Context, t0 time.Time, stop func(), done <-cha
 		}
 		select {
 		case err := <-done:
+			genDone = true
 			return fmt.Errorf("the generator stopped before %d commits: %v", b.o.SoakCommits, err)
 		default:
 		}
 		if err := b.sleep(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
-	}
-	stop()
-	if err := <-done; err != nil {
-		return fmt.Errorf("generator: %w", err)
 	}
 	return nil
 }
@@ -185,10 +189,16 @@ func (b *runner) scrapeRewritten(ctx context.Context) (float64, bool) {
 // readDurations reads the log lines written since the last call and keeps
 // the duration of each append the committer logged ("committed").
 func (st *soakState) readDurations() error {
-	chunk, err := io.ReadAll(st.log)
+	f, err := os.Open(st.log)
 	if err != nil {
 		return fmt.Errorf("read the ingestor log: %w", err)
 	}
+	defer f.Close()
+	chunk, err := io.ReadAll(io.NewSectionReader(f, st.read, 1<<62))
+	if err != nil {
+		return fmt.Errorf("read the ingestor log: %w", err)
+	}
+	st.read += int64(len(chunk))
 	data := append(st.rest, chunk...)
 	i := bytes.LastIndexByte(data, '\n')
 	if i < 0 {
@@ -225,9 +235,23 @@ func commitDurations(log []byte) []float64 {
 	return out
 }
 
-// fillSoak adds the soak run's figures to r.
-func (st *soakState) fillSoak(r *Result) {
-	r.Checkpoints = st.points
+// SoakResult is what a soak run adds to the Result.
+type SoakResult struct {
+	SoakCommits int `json:"soak_commits"`
+	// CommitFirst100P50Ms and CommitFirst100P95Ms are the append
+	// durations of the first hundred commits, the base the later windows
+	// compare with.
+	CommitFirst100P50Ms float64 `json:"commit_first100_p50_ms"`
+	CommitFirst100P95Ms float64 `json:"commit_first100_p95_ms"`
+	// Health is the last checkpoint, taken after the stop; Checkpoints
+	// are all of them in order, that one included.
+	Health      *Health  `json:"health"`
+	Checkpoints []Health `json:"checkpoints"`
+}
+
+// result returns the soak run's figures.
+func (st *soakState) result(commits int) *SoakResult {
+	r := &SoakResult{SoakCommits: commits, Checkpoints: st.points}
 	if len(st.points) > 0 {
 		last := st.points[len(st.points)-1]
 		r.Health = &last
@@ -235,4 +259,5 @@ func (st *soakState) fillSoak(r *Result) {
 	first := slices.Clone(st.durations[:min(len(st.durations), 100)])
 	slices.Sort(first)
 	r.CommitFirst100P50Ms, r.CommitFirst100P95Ms = quantile(first, 0.5), quantile(first, 0.95)
+	return r
 }
