@@ -199,6 +199,11 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		kgo.ConsumerGroup(ds.ConsumerGroup),
 		kgo.ConsumeTopics(ds.Topic),
 		kgo.ConsumeResetOffset(start),
+		// Only the records of committed transactions reach the table;
+		// the markers that end transactions are returned too, so that
+		// offsets are committed past them (control.go).
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		// A short heartbeat makes partitions move quickly between pods.
@@ -264,13 +269,17 @@ func (l *loop) run(drain, hard context.Context) error {
 		var werr error
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
-				if werr == nil {
+				switch {
+				case werr != nil:
+				case r.Attrs.IsControl():
+					l.w.skip(r.Partition, r.Offset)
+				default:
 					werr = l.w.record(hard, r.Partition, r.Offset, r.Value)
 				}
 			}
 			if n := len(p.Records); n > 0 {
-				lag := p.HighWatermark - p.Records[n-1].Offset - 1
-				l.c.m.lag.WithLabelValues(l.ds.Name, strconv.Itoa(int(p.Partition))).Set(float64(max(lag, 0)))
+				lag := lagOf(p.HighWatermark, p.LastStableOffset, p.Records[n-1].Offset)
+				l.c.m.lag.WithLabelValues(l.ds.Name, strconv.Itoa(int(p.Partition))).Set(float64(lag))
 			}
 		})
 		if werr != nil {
