@@ -165,6 +165,9 @@ type loop struct {
 	// owned counts the partitions assigned to this loop.
 	owned  atomic.Int64
 	failed atomic.Bool // a fatal error ended the loop: revoke must not rotate (fatal.go)
+	// cur is the record the writer is processing, read by deadLetter to
+	// copy the key, headers and timestamp; only the poll loop touches it.
+	cur *kgo.Record
 }
 
 func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.Dataset) (*loop, error) {
@@ -274,7 +277,9 @@ func (l *loop) run(drain, hard context.Context) error {
 				case r.Attrs.IsControl():
 					l.w.skip(r.Partition, r.Offset)
 				default:
+					l.cur = r
 					werr = l.w.record(hard, r.Partition, r.Offset, r.Value)
+					l.cur = nil
 				}
 			}
 			if n := len(p.Records); n > 0 {
@@ -330,21 +335,26 @@ func (l *loop) release(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// deadLetter produces a dropped record to the dataset's dead-letter topic,
-// with why and where it came from in headers. The write is asynchronous;
-// commit waits for it before committing the record's offset.
+// deadLetter produces a dropped record to the dataset's dead-letter topic
+// as it was: its key, its headers in their order, its timestamp and its
+// value byte for byte, followed by headers saying why it was dropped and
+// where it came from. The write is asynchronous; commit waits for it
+// before committing the record's offset.
 func (l *loop) deadLetter(partition int32, offset int64, reason string, err error, payload []byte) {
-	rec := &kgo.Record{
-		Topic: l.ds.DeadLetterTopic,
-		Value: payload,
-		Headers: []kgo.RecordHeader{
-			{Key: "ingestor.reason", Value: []byte(reason)},
-			{Key: "ingestor.error", Value: []byte(truncate(err.Error(), 512))},
-			{Key: "ingestor.topic", Value: []byte(l.ds.Topic)},
-			{Key: "ingestor.partition", Value: []byte(strconv.Itoa(int(partition)))},
-			{Key: "ingestor.offset", Value: []byte(strconv.FormatInt(offset, 10))},
-		},
+	rec := &kgo.Record{Topic: l.ds.DeadLetterTopic, Value: payload}
+	if r := l.cur; r != nil && r.Partition == partition && r.Offset == offset {
+		rec.Key = r.Key
+		rec.Timestamp = r.Timestamp
+		rec.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+5)
+		rec.Headers = append(rec.Headers, r.Headers...)
 	}
+	rec.Headers = append(rec.Headers,
+		kgo.RecordHeader{Key: "ingestor.reason", Value: []byte(reason)},
+		kgo.RecordHeader{Key: "ingestor.error", Value: []byte(truncate(err.Error(), 512))},
+		kgo.RecordHeader{Key: "ingestor.topic", Value: []byte(l.ds.Topic)},
+		kgo.RecordHeader{Key: "ingestor.partition", Value: []byte(strconv.Itoa(int(partition)))},
+		kgo.RecordHeader{Key: "ingestor.offset", Value: []byte(strconv.FormatInt(offset, 10))},
+	)
 	l.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
 		if err != nil {
 			l.dlqErr.set(fmt.Errorf("dead-letter record %s/%d@%d to %s: %w", l.ds.Topic, partition, offset, l.ds.DeadLetterTopic, err))
