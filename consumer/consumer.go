@@ -49,6 +49,12 @@ type Consumer struct {
 	measure func(dir string) (float64, error)
 	// volumeEvery is the time between two measurements.
 	volumeEvery time.Duration
+	// stallAfter is ingestion.stallTimeoutSeconds; unassignedAfter, when
+	// set, replaces the watchdog's two session timeouts (for tests).
+	stallAfter, unassignedAfter time.Duration
+	// loops are the datasets' consumers, once Run set them up.
+	loopsMu sync.Mutex
+	loops   []*loop
 	// idleWarnAfter is how long a dataset may have no partition before a
 	// warning says so.
 	idleWarnAfter time.Duration
@@ -63,6 +69,7 @@ func New(cfg *config.Config, opts role.Options) (*Consumer, error) {
 		gate:    newGate(opts.Logger, m, cfg.Ingestion.WAL.DiskHighWatermarkPct),
 		mem:     newBudgetAllocator(),
 		measure: volumeUsedPct, volumeEvery: volumeCheckInterval, idleWarnAfter: 30 * time.Second,
+		stallAfter: cfg.StallTimeout(),
 	}, nil
 }
 
@@ -141,6 +148,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer stopWatch()
 	go c.gate.watch(watchCtx, dir, c.measure, c.volumeEvery)
 
+	c.loopsMu.Lock()
+	c.loops = loops
+	c.loopsMu.Unlock()
 	g, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
 	for _, l := range loops {
 		c.gate.add(l)
@@ -211,7 +221,7 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		kgo.BlockRebalanceOnPoll(),
 		// A short heartbeat makes partitions move quickly between pods.
 		kgo.HeartbeatInterval(500*time.Millisecond),
-		kgo.SessionTimeout(6*time.Second),   // a killed member's partitions move after 6 s, not kgo's 45 s; 6 s is the brokers' default minimum
+		kgo.SessionTimeout(sessionTimeout),  // a killed member's partitions move after 6 s, not kgo's 45 s; 6 s is the brokers' default minimum
 		kgo.RebalanceTimeout(5*time.Second), // under the session timeout: a member killed mid-rebalance holds the group up 5 s, not kgo's 60 s (kfake expels waiting members after a session)
 		kgo.FetchMaxWait(500*time.Millisecond),
 		// What the Kafka client buffers counts against the memory budget:
@@ -241,6 +251,17 @@ func (l *loop) run(drain, hard context.Context) error {
 	log := l.c.log.With("dataset", l.ds.Name)
 	tick := ageCheckInterval(l.w.maxAge)
 	nextAge := time.Now().Add(tick)
+	// The watchdog lives as long as this loop; it raises what it cannot
+	// mend as a fatal error, which ends the loop at its next turn.
+	wd := newWatchdog(l, log, l.c.stallAfter)
+	if l.c.unassignedAfter > 0 {
+		wd.unassignedAfter = l.c.unassignedAfter
+	}
+	wctx, stopWatchdog := context.WithCancel(hard)
+	var watching sync.WaitGroup
+	watching.Go(func() { wd.run(wctx) })
+	defer watching.Wait()
+	defer stopWatchdog()
 	idleSince := time.Now()
 	for {
 		select {

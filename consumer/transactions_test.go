@@ -137,6 +137,9 @@ func TestConsumerReadsOnlyCommittedTransactions(t *testing.T) {
 		ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
 		return n
 	}
+	// The records after the dead producer's are read once the broker
+	// aborted its transaction.
+	waitFor(t, "the plain and committed records consumed", 30*time.Second, func() bool { return e.consumed() >= float64(len(want)) })
 	deadline := time.Now().Add(30 * time.Second)
 	for e.committed(t) != end() {
 		if time.Now().After(deadline) {
