@@ -263,6 +263,9 @@ func (l *loop) run(drain, hard context.Context) error {
 	defer watching.Wait()
 	defer stopWatchdog()
 	idleSince := time.Now()
+	// A fetch error repeats at every fetch while it lasts (a recreated
+	// topic's UNKNOWN_TOPIC_ID, thousands a second): one line a second.
+	fetchLog := kafkaclient.NewLimiter(time.Second)
 	for {
 		select {
 		case err := <-l.fatal:
@@ -286,8 +289,11 @@ func (l *loop) run(drain, hard context.Context) error {
 			return l.release(hard, log)
 		}
 		fetches.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				log.Warn("fetch", "topic", topic, "partition", p, "error", err)
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return
+			}
+			if ok, suppressed := fetchLog.Allow(err.Error()); ok {
+				log.Warn("fetch", "topic", topic, "partition", p, "error", err, "suppressed", suppressed)
 			}
 		})
 		var werr error
