@@ -348,8 +348,25 @@ func (l *loop) release(ctx context.Context, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, releaseTimeout(l.c.cfg.DrainTimeout()))
 	defer cancel()
 	err := l.w.rotate(ctx, nil, TriggerShutdown)
+	// What the rotation did not commit is left to recovery: the revoke
+	// that Close calls must not try again, nor wait for a broker.
+	l.failed.Store(true)
 	l.cl.AllowRebalance()
-	l.cl.Close() // leaves the group; revoke finds nothing left to rotate
+	// Close leaves the group, unless the client is stuck (a recreated
+	// topic, a broker that does not answer): the stop must not wait for
+	// it beyond this step's budget. A Close still running then ends with
+	// the process; the group frees the partitions at the session's end.
+	closed := make(chan struct{})
+	go func() {
+		l.cl.Close()
+		close(closed)
+	}()
+	deadline, _ := ctx.Deadline()
+	select {
+	case <-closed:
+	case <-time.After(max(time.Until(deadline), time.Second)):
+		log.Warn("leaving the consumer group timed out: its session's expiry frees the partitions", "dataset", l.ds.Name)
+	}
 	if err != nil {
 		return fmt.Errorf("dataset %s: release: %w", l.ds.Name, err)
 	}
@@ -541,13 +558,23 @@ func (l *loop) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32)
 	}
 	l.owned.Add(-int64(len(ps)))
 	l.c.m.assigned.WithLabelValues(l.ds.Name).Sub(float64(len(ps)))
-	if err := l.w.rotate(context.WithoutCancel(ctx), ps, TriggerRevoke); err != nil {
+	// Bounded: a commit that cannot land (the broker gone, the group
+	// moved on) must not hold the group's rebalance, and this loop, for
+	// ever; the error is fatal and recovery decides about the files.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), revokeTimeout)
+	defer cancel()
+	if err := l.w.rotate(rctx, ps, TriggerRevoke); err != nil {
 		l.raise(fmt.Errorf("dataset %s: rotate revoked partitions %v: %w", l.ds.Name, ps, err))
 		return
 	}
 	l.w.forget(ps)
 	l.c.log.Info("partitions revoked", "dataset", l.ds.Name, "partitions", ps)
 }
+
+// revokeTimeout bounds the rotation and commit of revoked partitions:
+// three rebalance timeouts, after which the group has expelled this member
+// anyway.
+const revokeTimeout = 15 * time.Second
 
 // lost drops what was written for partitions lost without a revoke (the
 // session expired): another member may already own them, so committing

@@ -63,6 +63,12 @@ func newWatchdog(l *loop, log *slog.Logger, stall time.Duration) *watchdog {
 	}
 }
 
+// loopStuckAfter is how long the watchdog waits for the loop to take its
+// error before it closes the client under it. The loop polls for at most
+// 30 s at a time (ageCheckInterval), and a poll returns when the client
+// closes.
+const loopStuckAfter = 45 * time.Second
+
 // watchEvery is the time between two checks.
 func watchEvery(stall time.Duration) time.Duration {
 	return min(max(stall/4, 100*time.Millisecond), 5*time.Second)
@@ -85,6 +91,15 @@ func (d *watchdog) run(ctx context.Context) {
 			// old topic committed now would skip records of the new one.
 			d.l.failed.Store(true)
 			d.l.raise(err)
+			// The loop takes the error at its next turn; a loop that
+			// does not come round (blocked in the client) is freed by
+			// closing the client under it.
+			select {
+			case <-ctx.Done():
+			case <-time.After(loopStuckAfter):
+				d.log.Error("consumer watchdog: the consumer loop does not stop; closing its Kafka client", "dataset", d.l.ds.Name)
+				d.l.abandon()
+			}
 			return
 		}
 	}
