@@ -49,6 +49,12 @@ type Consumer struct {
 	measure func(dir string) (float64, error)
 	// volumeEvery is the time between two measurements.
 	volumeEvery time.Duration
+	// stallAfter is ingestion.stallTimeoutSeconds; unassignedAfter, when
+	// set, replaces the watchdog's two session timeouts (for tests).
+	stallAfter, unassignedAfter time.Duration
+	// loops are the datasets' consumers, once Run set them up.
+	loopsMu sync.Mutex
+	loops   []*loop
 	// idleWarnAfter is how long a dataset may have no partition before a
 	// warning says so.
 	idleWarnAfter time.Duration
@@ -63,6 +69,7 @@ func New(cfg *config.Config, opts role.Options) (*Consumer, error) {
 		gate:    newGate(opts.Logger, m, cfg.Ingestion.WAL.DiskHighWatermarkPct),
 		mem:     newBudgetAllocator(),
 		measure: volumeUsedPct, volumeEvery: volumeCheckInterval, idleWarnAfter: 30 * time.Second,
+		stallAfter: cfg.StallTimeout(),
 	}, nil
 }
 
@@ -141,6 +148,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer stopWatch()
 	go c.gate.watch(watchCtx, dir, c.measure, c.volumeEvery)
 
+	c.loopsMu.Lock()
+	c.loops = loops
+	c.loopsMu.Unlock()
 	g, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
 	for _, l := range loops {
 		c.gate.add(l)
@@ -165,6 +175,9 @@ type loop struct {
 	// owned counts the partitions assigned to this loop.
 	owned  atomic.Int64
 	failed atomic.Bool // a fatal error ended the loop: revoke must not rotate (fatal.go)
+	// cur is the record the writer is processing, read by deadLetter to
+	// copy the key, headers and timestamp; only the poll loop touches it.
+	cur *kgo.Record
 }
 
 func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.Dataset) (*loop, error) {
@@ -199,11 +212,16 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		kgo.ConsumerGroup(ds.ConsumerGroup),
 		kgo.ConsumeTopics(ds.Topic),
 		kgo.ConsumeResetOffset(start),
+		// Only the records of committed transactions reach the table;
+		// the markers that end transactions are returned too, so that
+		// offsets are committed past them (control.go).
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		// A short heartbeat makes partitions move quickly between pods.
 		kgo.HeartbeatInterval(500*time.Millisecond),
-		kgo.SessionTimeout(6*time.Second),   // a killed member's partitions move after 6 s, not kgo's 45 s; 6 s is the brokers' default minimum
+		kgo.SessionTimeout(sessionTimeout),  // a killed member's partitions move after 6 s, not kgo's 45 s; 6 s is the brokers' default minimum
 		kgo.RebalanceTimeout(5*time.Second), // under the session timeout: a member killed mid-rebalance holds the group up 5 s, not kgo's 60 s (kfake expels waiting members after a session)
 		kgo.FetchMaxWait(500*time.Millisecond),
 		// What the Kafka client buffers counts against the memory budget:
@@ -233,7 +251,21 @@ func (l *loop) run(drain, hard context.Context) error {
 	log := l.c.log.With("dataset", l.ds.Name)
 	tick := ageCheckInterval(l.w.maxAge)
 	nextAge := time.Now().Add(tick)
+	// The watchdog lives as long as this loop; it raises what it cannot
+	// mend as a fatal error, which ends the loop at its next turn.
+	wd := newWatchdog(l, log, l.c.stallAfter)
+	if l.c.unassignedAfter > 0 {
+		wd.unassignedAfter = l.c.unassignedAfter
+	}
+	wctx, stopWatchdog := context.WithCancel(hard)
+	var watching sync.WaitGroup
+	watching.Go(func() { wd.run(wctx) })
+	defer watching.Wait()
+	defer stopWatchdog()
 	idleSince := time.Now()
+	// A fetch error repeats at every fetch while it lasts (a recreated
+	// topic's UNKNOWN_TOPIC_ID, thousands a second): one line a second.
+	fetchLog := kafkaclient.NewLimiter(time.Second)
 	for {
 		select {
 		case err := <-l.fatal:
@@ -257,20 +289,29 @@ func (l *loop) run(drain, hard context.Context) error {
 			return l.release(hard, log)
 		}
 		fetches.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				log.Warn("fetch", "topic", topic, "partition", p, "error", err)
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return
+			}
+			if ok, suppressed := fetchLog.Allow(err.Error()); ok {
+				log.Warn("fetch", "topic", topic, "partition", p, "error", err, "suppressed", suppressed)
 			}
 		})
 		var werr error
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
-				if werr == nil {
+				switch {
+				case werr != nil:
+				case r.Attrs.IsControl():
+					l.w.skip(r.Partition, r.Offset)
+				default:
+					l.cur = r
 					werr = l.w.record(hard, r.Partition, r.Offset, r.Value)
+					l.cur = nil
 				}
 			}
 			if n := len(p.Records); n > 0 {
-				lag := p.HighWatermark - p.Records[n-1].Offset - 1
-				l.c.m.lag.WithLabelValues(l.ds.Name, strconv.Itoa(int(p.Partition))).Set(float64(max(lag, 0)))
+				lag := lagOf(p.HighWatermark, p.LastStableOffset, p.Records[n-1].Offset)
+				l.c.m.lag.WithLabelValues(l.ds.Name, strconv.Itoa(int(p.Partition))).Set(float64(lag))
 			}
 		})
 		if werr != nil {
@@ -307,8 +348,25 @@ func (l *loop) release(ctx context.Context, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, releaseTimeout(l.c.cfg.DrainTimeout()))
 	defer cancel()
 	err := l.w.rotate(ctx, nil, TriggerShutdown)
+	// What the rotation did not commit is left to recovery: the revoke
+	// that Close calls must not try again, nor wait for a broker.
+	l.failed.Store(true)
 	l.cl.AllowRebalance()
-	l.cl.Close() // leaves the group; revoke finds nothing left to rotate
+	// Close leaves the group, unless the client is stuck (a recreated
+	// topic, a broker that does not answer): the stop must not wait for
+	// it beyond this step's budget. A Close still running then ends with
+	// the process; the group frees the partitions at the session's end.
+	closed := make(chan struct{})
+	go func() {
+		l.cl.Close()
+		close(closed)
+	}()
+	deadline, _ := ctx.Deadline()
+	select {
+	case <-closed:
+	case <-time.After(max(time.Until(deadline), time.Second)):
+		log.Warn("leaving the consumer group timed out: its session's expiry frees the partitions", "dataset", l.ds.Name)
+	}
 	if err != nil {
 		return fmt.Errorf("dataset %s: release: %w", l.ds.Name, err)
 	}
@@ -321,21 +379,26 @@ func (l *loop) release(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// deadLetter produces a dropped record to the dataset's dead-letter topic,
-// with why and where it came from in headers. The write is asynchronous;
-// commit waits for it before committing the record's offset.
+// deadLetter produces a dropped record to the dataset's dead-letter topic
+// as it was: its key, its headers in their order, its timestamp and its
+// value byte for byte, followed by headers saying why it was dropped and
+// where it came from. The write is asynchronous; commit waits for it
+// before committing the record's offset.
 func (l *loop) deadLetter(partition int32, offset int64, reason string, err error, payload []byte) {
-	rec := &kgo.Record{
-		Topic: l.ds.DeadLetterTopic,
-		Value: payload,
-		Headers: []kgo.RecordHeader{
-			{Key: "ingestor.reason", Value: []byte(reason)},
-			{Key: "ingestor.error", Value: []byte(truncate(err.Error(), 512))},
-			{Key: "ingestor.topic", Value: []byte(l.ds.Topic)},
-			{Key: "ingestor.partition", Value: []byte(strconv.Itoa(int(partition)))},
-			{Key: "ingestor.offset", Value: []byte(strconv.FormatInt(offset, 10))},
-		},
+	rec := &kgo.Record{Topic: l.ds.DeadLetterTopic, Value: payload}
+	if r := l.cur; r != nil && r.Partition == partition && r.Offset == offset {
+		rec.Key = r.Key
+		rec.Timestamp = r.Timestamp
+		rec.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+5)
+		rec.Headers = append(rec.Headers, r.Headers...)
 	}
+	rec.Headers = append(rec.Headers,
+		kgo.RecordHeader{Key: "ingestor.reason", Value: []byte(reason)},
+		kgo.RecordHeader{Key: "ingestor.error", Value: []byte(truncate(err.Error(), 512))},
+		kgo.RecordHeader{Key: "ingestor.topic", Value: []byte(l.ds.Topic)},
+		kgo.RecordHeader{Key: "ingestor.partition", Value: []byte(strconv.Itoa(int(partition)))},
+		kgo.RecordHeader{Key: "ingestor.offset", Value: []byte(strconv.FormatInt(offset, 10))},
+	)
 	l.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
 		if err != nil {
 			l.dlqErr.set(fmt.Errorf("dead-letter record %s/%d@%d to %s: %w", l.ds.Topic, partition, offset, l.ds.DeadLetterTopic, err))
@@ -495,13 +558,23 @@ func (l *loop) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32)
 	}
 	l.owned.Add(-int64(len(ps)))
 	l.c.m.assigned.WithLabelValues(l.ds.Name).Sub(float64(len(ps)))
-	if err := l.w.rotate(context.WithoutCancel(ctx), ps, TriggerRevoke); err != nil {
+	// Bounded: a commit that cannot land (the broker gone, the group
+	// moved on) must not hold the group's rebalance, and this loop, for
+	// ever; the error is fatal and recovery decides about the files.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), revokeTimeout)
+	defer cancel()
+	if err := l.w.rotate(rctx, ps, TriggerRevoke); err != nil {
 		l.raise(fmt.Errorf("dataset %s: rotate revoked partitions %v: %w", l.ds.Name, ps, err))
 		return
 	}
 	l.w.forget(ps)
 	l.c.log.Info("partitions revoked", "dataset", l.ds.Name, "partitions", ps)
 }
+
+// revokeTimeout bounds the rotation and commit of revoked partitions:
+// three rebalance timeouts, after which the group has expelled this member
+// anyway.
+const revokeTimeout = 15 * time.Second
 
 // lost drops what was written for partitions lost without a revoke (the
 // session expired): another member may already own them, so committing

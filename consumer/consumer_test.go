@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -281,7 +283,23 @@ func TestConsumerDropsHostileRecordsToDeadLetterTopic(t *testing.T) {
 	// Invalid UTF-8 and duplicate keys are converted by documented rules,
 	// not dropped.
 	payloads = append(payloads, []byte("{\"id\":\"u\xff\",\"id\":\"dup\",\"meta\":{\"tenant\":\"a\",\"ts\":\"2026-11-30T10:00:00Z\"}}"))
-	e.producePayloads(t, payloads...)
+	// Each record carries a key, headers (one name twice, one without a
+	// value) and a timestamp of its own, which its dead letter keeps.
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(e.cluster.ListenAddrs()...), kgo.DefaultProduceTopic("clicks_v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := func(i int) time.Time { return time.UnixMilli(1_600_000_000_000 + int64(i)*1000) }
+	for i, p := range payloads {
+		pcl.Produce(context.Background(), &kgo.Record{
+			Key: []byte(fmt.Sprintf("key-%d", i)), Value: p, Timestamp: stamp(i),
+			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte(fmt.Sprint(i))}, {Key: "hop", Value: []byte("1")}, {Key: "hop", Value: []byte("2")}, {Key: "empty"}},
+		}, nil)
+	}
+	if err := pcl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pcl.Close()
 	total := float64(len(payloads))
 	waitFor(t, "all records consumed", 20*time.Second, func() bool { return e.consumed() == total })
 	waitFor(t, "offsets committed past every record", 20*time.Second, func() bool { return e.committed(t) == int64(total) })
@@ -304,11 +322,22 @@ func TestConsumerDropsHostileRecordsToDeadLetterTopic(t *testing.T) {
 	for len(got) < len(bad) && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
 			h := map[string]string{}
+			var names []string
 			for _, kv := range r.Headers {
 				h[kv.Key] = string(kv.Value)
+				names = append(names, kv.Key)
 			}
 			if h["ingestor.topic"] != "clicks_v1" || h["ingestor.offset"] == "" || h["ingestor.partition"] == "" || h["ingestor.error"] == "" {
 				t.Errorf("dead letter headers %v", h)
+			}
+			// The original headers first, in order, then the ingestor's.
+			wantNames := []string{"trace", "hop", "hop", "empty", "ingestor.reason", "ingestor.error", "ingestor.topic", "ingestor.partition", "ingestor.offset"}
+			if !slices.Equal(names, wantNames) || string(r.Headers[1].Value) != "1" || string(r.Headers[2].Value) != "2" || len(r.Headers[3].Value) != 0 {
+				t.Errorf("dead letter headers %v, want the original ones in order, then the ingestor's: %v", r.Headers, wantNames)
+			}
+			i, _ := strconv.Atoi(h["trace"])
+			if string(r.Key) != fmt.Sprintf("key-%d", i) || !r.Timestamp.Equal(stamp(i)) {
+				t.Errorf("dead letter of record %d: key %q, timestamp %s; want key-%d and %s", i, r.Key, r.Timestamp, i, stamp(i))
 			}
 			got[h["ingestor.reason"]] = r.Value
 		})

@@ -31,4 +31,10 @@
 // offset still advances with the partition. An error while writing the WAL
 // is fatal: Run returns it, the process exits and recovery runs at the next
 // start.
+//
+// Records are read with read-committed isolation: aborted transactions
+// never reach the WAL, and the markers that end transactions advance a
+// partition's committed offset without a row (control.go). A watchdog per
+// dataset (watchdog.go) compares the brokers' view with the consumer's
+// progress and reports, mends or ends a consumer that reads nothing.
 package consumer

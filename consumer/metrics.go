@@ -20,6 +20,8 @@ type metrics struct {
 	pausedSeconds prometheus.Counter
 	lag           *prometheus.GaugeVec
 	budgetFlushes *prometheus.CounterVec
+	unassigned    *prometheus.GaugeVec
+	stalled       *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -72,9 +74,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		budgetFlushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_consumer_budget_flushes_total", Help: "Row groups written early to keep within ingestion.wal.memoryBudgetBytes.",
 		}, []string{"dataset"}),
+		unassigned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_consumer_unassigned_partitions", Help: "Partitions of the dataset's topic that no member of its consumer group owns, as the watchdog last saw them.",
+		}, []string{"dataset"}),
+		stalled: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_consumer_stalled", Help: "1 while the consumer watchdog sees a problem, by reason: unassigned, no_progress, topic_recreated.",
+		}, []string{"dataset", "reason"}),
 	}
 	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.segmentsOpen, m.rotated,
 		m.bytesRotated, m.commits, m.commitFails, m.recovered, m.assigned, m.lastRotateAge,
-		m.volumeUsed, m.paused, m.pausedSeconds, m.lag, m.budgetFlushes)
+		m.volumeUsed, m.paused, m.pausedSeconds, m.lag, m.budgetFlushes, m.unassigned, m.stalled)
 	return m
 }

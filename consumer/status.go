@@ -1,6 +1,8 @@
 package consumer
 
 import (
+	"sort"
+
 	pmetrics "github.com/icewal/ingestor/shared/metrics"
 )
 
@@ -28,6 +30,8 @@ func (c *Consumer) Status() map[string]any {
 	dropped := pmetrics.Read(c.m.dropped)
 	pausedDs := pmetrics.Read(c.m.paused)
 	lag := pmetrics.Read(c.m.lag)
+	unassigned := pmetrics.Read(c.m.unassigned)
+	stalled := pmetrics.Read(c.m.stalled)
 
 	datasets := map[string]any{}
 	for _, d := range c.cfg.Datasets {
@@ -45,6 +49,13 @@ func (c *Consumer) Status() map[string]any {
 				droppedByReason[s.Labels["reason"]] += s.Value
 			}
 		}
+		stalledReasons := []string{}
+		for _, s := range stalled {
+			if s.Labels["dataset"] == d.Name && s.Value > 0 {
+				stalledReasons = append(stalledReasons, s.Labels["reason"])
+			}
+		}
+		sort.Strings(stalledReasons)
 		datasets[d.Name] = map[string]any{
 			"topic":               d.Topic,
 			"consumer_group":      d.ConsumerGroup,
@@ -55,6 +66,9 @@ func (c *Consumer) Status() map[string]any {
 			"lag_records_total":   total,
 			"records":             sumFor(records, d.Name),
 			"dropped":             droppedByReason,
+			// What the watchdog sees (watchdog.go).
+			"unassigned_partitions": sumFor(unassigned, d.Name),
+			"stalled":               stalledReasons,
 		}
 	}
 	return map[string]any{

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -169,15 +171,89 @@ func gone(pid int, limit time.Duration) bool {
 // and instance b as three separate role processes; halfway through they
 // swap layouts. Then it stops both in order, lets them take what is left
 // in Kafka, stops them again and scans the table: every event exactly once.
+//
+// It runs one round on a quiet machine and one beside a CPU hog on every
+// core, where heartbeats, sessions and rebalances run late. CHAOS_RUNS=N
+// runs N rounds instead, every other one beside the hog, with the seeds
+// CHAOS_SEED, CHAOS_SEED+1, ... (CHAOS_SEED defaults to the clock): a long
+// hunt. A failed round prints its seed and keeps its logs and WAL
+// directories (the path is in the test log).
 func TestChaos(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("finds the supervisor's children in /proc")
 	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CHAOS_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_SEED=%q: %v", s, err)
+		}
+		seed = v
 	}
-	t.Logf("chaos seed %d (set CHAOS_SEED to replay the same choices)", seed)
+	runs, hogs := 2, []bool{false, true}
+	if s := os.Getenv("CHAOS_RUNS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("CHAOS_RUNS=%q: want a positive number", s)
+		}
+		runs, hogs = n, nil
+		for i := range n {
+			hogs = append(hogs, i%2 == 1)
+		}
+	}
+	failed := 0
+	for i := range runs {
+		s, hog := seed+uint64(i), hogs[i]
+		name := fmt.Sprintf("run%d_seed%d", i+1, s)
+		if hog {
+			name += "_cpu_hog"
+		}
+		if !t.Run(name, func(t *testing.T) { chaosRound(t, s, hog) }) {
+			failed++
+		}
+	}
+	t.Logf("chaos: %d of %d rounds failed", failed, runs)
+}
+
+// cpuHog keeps every core busy with a shell loop until the test ends.
+func cpuHog(t *testing.T) {
+	for range runtime.NumCPU() {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start cpu hog: %v", err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+	}
+}
+
+// keepOnFailure copies dirs (the logs, configs and WAL directories of a
+// round) out of the test's temporary directory when the test failed.
+func keepOnFailure(t *testing.T, seed uint64, dirs ...string) {
+	if !t.Failed() {
+		return
+	}
+	dst, err := os.MkdirTemp("", fmt.Sprintf("ingestor-chaos-seed%d-", seed))
+	if err != nil {
+		t.Logf("keep logs and WAL: %v", err)
+		return
+	}
+	for _, d := range dirs {
+		if err := os.CopyFS(filepath.Join(dst, filepath.Base(d)), os.DirFS(d)); err != nil {
+			t.Logf("keep %s: %v", d, err)
+		}
+	}
+	t.Logf("chaos round with seed %d failed (replay: CHAOS_SEED=%d CHAOS_RUNS=1); logs and WAL kept in %s", seed, seed, dst)
+}
+
+// chaosRound is one round of TestChaos with the choices of seed.
+func chaosRound(t *testing.T, seed uint64, hog bool) {
+	t.Logf("chaos seed %d, cpu hog %v (set CHAOS_SEED to replay the same choices)", seed, hog)
+	if hog {
+		cpuHog(t)
+	}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var rmu sync.Mutex
 	between := func(lo, hi time.Duration) time.Duration {
@@ -203,6 +279,14 @@ func TestChaos(t *testing.T) {
 	a, b := w.newInstance("a", opts), w.newInstance("b", opts)
 	defer a.dumpLogs()
 	defer b.dumpLogs()
+	// A failed round keeps what it leaves behind, once its processes
+	// are dead (killAll may run twice).
+	defer func() {
+		if t.Failed() {
+			w.killAll()
+			keepOnFailure(t, seed, a.dir, b.dir)
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	keepers := map[*instance]*keeper{}

@@ -134,6 +134,7 @@ func renderDataset(w io.Writer, r *Report, d Dataset) {
 		paused = yesNo(*d.Paused)
 	}
 	fmt.Fprintf(w, "  consumer   %s events/s   paused %s   open segments %s\n", rate, paused, optNum(d.SegmentsOpen))
+	fmt.Fprintf(w, "  watchdog   %s\n", watchdogLine(d))
 
 	fmt.Fprintf(w, "  lag        %s records", optNum(d.LagTotal))
 	if len(d.Lag) > 0 {
@@ -253,4 +254,22 @@ func oneLine(s string) string {
 		s = s[:max] + "..."
 	}
 	return s
+}
+
+// watchdogLine tells what the consumer's watchdog sees of a dataset.
+func watchdogLine(d Dataset) string {
+	if d.Stalled == nil {
+		return unknown
+	}
+	var parts []string
+	if len(d.Stalled) > 0 {
+		parts = append(parts, "STALLED ("+strings.Join(d.Stalled, ", ")+")")
+	}
+	if d.UnassignedPartitions != nil && *d.UnassignedPartitions > 0 {
+		parts = append(parts, num(*d.UnassignedPartitions)+" partitions without an owner in the group")
+	}
+	if len(parts) == 0 {
+		return "ok"
+	}
+	return strings.Join(parts, ", ")
 }

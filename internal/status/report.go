@@ -107,6 +107,13 @@ type Dataset struct {
 	DroppedTotal *float64           `json:"dropped_total"`
 	// SegmentsOpen counts the open segments.
 	SegmentsOpen *float64 `json:"segments_open"`
+	// Stalled lists the problems the consumer's watchdog sees now
+	// (unassigned, no_progress, topic_recreated); empty when none, null
+	// when the consumer is down.
+	Stalled []string `json:"stalled"`
+	// UnassignedPartitions counts the topic's partitions no member of the
+	// group owns, as the watchdog last saw them.
+	UnassignedPartitions *float64 `json:"unassigned_partitions"`
 	// WAL counts the dataset's WAL files and bytes by state.
 	WAL WALStates `json:"wal"`
 	// PendingUpload is the uploader's count of ready files without marker.
@@ -456,6 +463,18 @@ func (c *Collector) consumerView(ds *Dataset, cons, prev *probe, match map[strin
 		ds.SegmentsOpen = ptr(v)
 	} else {
 		ds.SegmentsOpen = ptr(0.0)
+	}
+	ds.Stalled = []string{}
+	for reason, v := range m.by("ingestor_consumer_stalled", "reason", match) {
+		if v > 0 {
+			ds.Stalled = append(ds.Stalled, reason)
+		}
+	}
+	sort.Strings(ds.Stalled)
+	if v, ok := m.sum("ingestor_consumer_unassigned_partitions", match); ok {
+		ds.UnassignedPartitions = ptr(v)
+	} else {
+		ds.UnassignedPartitions = ptr(0.0)
 	}
 	// Events per second over the time between the two scrapes; a counter
 	// that went down means the consumer restarted in between: unknown.

@@ -23,6 +23,7 @@ const (
 	DefaultMaxRecordBytes              = 1 << 20
 	DefaultMaxJSONDepth                = 64
 	DefaultMemoryBudgetBytes           = 512 << 20
+	DefaultStallTimeoutSeconds         = 120
 )
 
 // Config is the whole configuration file.
@@ -44,6 +45,10 @@ type Ingestion struct {
 	MaxRecordBytes int `yaml:"maxRecordBytes"`
 	// MaxJSONDepth drops records nested deeper, as too_deep.
 	MaxJSONDepth int `yaml:"maxJSONDepth"`
+	// StallTimeoutSeconds is how long a dataset's consumer may consume
+	// nothing while its partitions hold records to read before its
+	// watchdog calls it stalled.
+	StallTimeoutSeconds float64 `yaml:"stallTimeoutSeconds"`
 	// WAL configures the local write-ahead log.
 	WAL WAL `yaml:"wal"`
 }
@@ -187,6 +192,11 @@ func (c *Config) DrainTimeout() time.Duration {
 	return seconds(c.Ingestion.DrainTimeoutSeconds)
 }
 
+// StallTimeout returns ingestion.stallTimeoutSeconds as a duration.
+func (c *Config) StallTimeout() time.Duration {
+	return seconds(c.Ingestion.StallTimeoutSeconds)
+}
+
 // MaxFileAge returns ingestion.wal.maxFileAgeMinutes as a duration.
 func (w WAL) MaxFileAge() time.Duration {
 	return seconds(w.MaxFileAgeMinutes * 60)
@@ -229,6 +239,9 @@ func (c *Config) applyDefaults() {
 	}
 	if in.DrainTimeoutSeconds == 0 {
 		in.DrainTimeoutSeconds = DefaultDrainTimeoutSeconds
+	}
+	if in.StallTimeoutSeconds == 0 {
+		in.StallTimeoutSeconds = DefaultStallTimeoutSeconds
 	}
 	if in.MaxRecordBytes == 0 {
 		in.MaxRecordBytes = DefaultMaxRecordBytes

@@ -299,6 +299,7 @@ func TestDocsDefaults(t *testing.T) {
 	constants := map[string]any{
 		"ingestion.commitIntervalSeconds":           DefaultCommitIntervalSeconds,
 		"ingestion.drainTimeoutSeconds":             DefaultDrainTimeoutSeconds,
+		"ingestion.stallTimeoutSeconds":             DefaultStallTimeoutSeconds,
 		"ingestion.wal.maxFileSizeBytes":            DefaultMaxFileSizeBytes,
 		"ingestion.wal.maxFileAgeMinutes":           DefaultMaxFileAgeMinutes,
 		"ingestion.wal.maxOpenSegmentsPerPartition": DefaultMaxOpenSegmentsPerPartition,

@@ -221,6 +221,9 @@ func (c *Config) Validate() error {
 	if in.DrainTimeoutSeconds > 0 && in.DrainTimeoutSeconds < 4 {
 		bad("ingestion.drainTimeoutSeconds", "must be at least 4: a quarter of it goes to releasing the partitions, which needs a second, got %v", in.DrainTimeoutSeconds)
 	}
+	if in.StallTimeoutSeconds < 0 {
+		bad("ingestion.stallTimeoutSeconds", "must be positive, got %v", in.StallTimeoutSeconds)
+	}
 	if in.MaxRecordBytes < 0 {
 		bad("ingestion.maxRecordBytes", "must be positive, got %d", in.MaxRecordBytes)
 	}

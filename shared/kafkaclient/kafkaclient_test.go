@@ -194,3 +194,24 @@ func TestOptsErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestLimiterLetsOneLinePerKeyPerInterval(t *testing.T) {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	l := NewLimiter(time.Second)
+	l.now = func() time.Time { return at }
+	if ok, n := l.Allow("fetch"); !ok || n != 0 {
+		t.Fatalf("first line: %v, %d suppressed", ok, n)
+	}
+	for range 1000 {
+		if ok, _ := l.Allow("fetch"); ok {
+			t.Fatal("a repeat within the interval was let through")
+		}
+	}
+	if ok, _ := l.Allow("other"); !ok {
+		t.Fatal("another key was held back")
+	}
+	at = at.Add(time.Second)
+	if ok, n := l.Allow("fetch"); !ok || n != 1000 {
+		t.Fatalf("after the interval: %v, %d suppressed, want true and 1000", ok, n)
+	}
+}
