@@ -76,6 +76,9 @@ func (p *process) serveMetrics(name string, routes ...metrics.Route) (net.Addr, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if p.cfg.Metrics.Pprof {
+		routes = append(routes, metrics.PprofRoutes()...)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	bound, err := metrics.Serve(ctx, addr, p.reg, p.log, routes...)
 	if err != nil {
