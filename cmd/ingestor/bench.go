@@ -31,7 +31,7 @@ func runBench(args []string) int {
 	fs.StringVar(&o.Out, "out", o.Out, "keep the run's files and result.json in this directory (default: a temporary one, removed)")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "limit of the whole run")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return flagsExit(err) // the flag package printed why
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: ingestor bench [flags]; see ingestor bench -help")

@@ -44,7 +44,7 @@ func setup(subcommand, name string, args []string) (*process, int) {
 	fs := flag.NewFlagSet("ingestor "+subcommand, flag.ContinueOnError)
 	path := fs.String("config", "", "path of the YAML configuration `file`")
 	if err := fs.Parse(args); err != nil {
-		return nil, exitUsage // the flag package printed why
+		return nil, flagsExit(err) // the flag package printed why
 	}
 	if *path == "" || fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "usage: ingestor %s --config FILE\n", subcommand)
