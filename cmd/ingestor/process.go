@@ -117,7 +117,8 @@ func runSupervisor(args []string) int {
 		p.log.Error("start supervisor", "error", err)
 		return exitError
 	}
-	_, stopMetrics, err := p.serveMetrics(metrics.Supervisor)
+	_, stopMetrics, err := p.serveMetrics(metrics.Supervisor,
+		metrics.Route{Pattern: "GET " + status.Path, Handler: status.Handler(metrics.Supervisor, sup.Status)})
 	if err != nil {
 		p.log.Error("serve metrics", "error", err)
 		return exitError
