@@ -14,8 +14,12 @@ E2E_PKGS  := ./e2e/...
 
 all: build
 
+# The commit goes in by -ldflags too: Go's own vcs stamp is off when
+# GOFLAGS has -buildvcs=false or the source is not a checkout.
+COMMIT    := $(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/ingestor
+	$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/ingestor
 
 # The main job on the embedded default: a local Kafka-protocol broker, a
 # generator of events, a SQLite catalog and a local warehouse, and the

@@ -32,8 +32,9 @@ func volumeUsedPct(dir string) (float64, error) {
 }
 
 // gate pauses and resumes every Kafka consumer of the process: for the
-// WAL volume's high watermark, and on request over the RPC channel. Pausing
-// stops fetching without leaving the group: the records wait in Kafka.
+// WAL volume's high watermark, and for a Pause received over the RPC
+// channel (which nothing sends today). Pausing stops fetching without
+// leaving the group: the records wait in Kafka.
 type gate struct {
 	log  *slog.Logger
 	m    *metrics
@@ -42,7 +43,7 @@ type gate struct {
 	mu      sync.Mutex
 	loops   []*loop
 	disk    bool // paused because the volume is above the watermark
-	manual  bool // paused by the supervisor
+	manual  bool // paused by a Pause over the RPC channel
 	paused  bool // what is applied
 	since   time.Time
 	usedPct float64

@@ -74,7 +74,9 @@ func New(cfg *config.Config, opts role.Options) (*Consumer, error) {
 }
 
 // Pause stops fetching from Kafka until Resume, without leaving the
-// consumer groups; the supervisor calls it over the RPC channel.
+// consumer groups. It is what the RPC channel's Pause reaches when the
+// consumer runs as a child (see rpc.WithPauser); the supervisor does not
+// call it today: no operator command or drain step asks for it yet.
 func (c *Consumer) Pause(context.Context) error {
 	c.gate.setManual(true)
 	return nil

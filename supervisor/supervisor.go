@@ -45,6 +45,7 @@ type Supervisor struct {
 	log       *slog.Logger
 	pluginLog hclog.Logger
 	metrics   *supervisorMetrics
+	started   time.Time // when New built the supervisor, for its uptime
 
 	mu       sync.Mutex
 	children map[string]*child // the running child of each role
@@ -87,6 +88,7 @@ func New(cfg *config.Config, configPath string, opts Options) (*Supervisor, erro
 			JSONFormat: true,
 		}),
 		metrics:  m,
+		started:  time.Now(),
 		children: map[string]*child{},
 	}, nil
 }

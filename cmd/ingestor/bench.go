@@ -37,7 +37,7 @@ func runBench(args []string) int {
 	fs.IntVar(&o.SoakCheckpoints, "soak-checkpoints", soak.SoakCheckpoints, "soak run: checkpoints besides the one at the end")
 	maintenance := fs.Bool("maintenance", true, "write maintenance.enabled into the configuration (only when given)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return flagsExit(err) // the flag package printed why
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -22,7 +22,7 @@ func runDemo(args []string) int {
 	fs.DurationVar(&o.Every, "every", o.Every, "time between two progress lines")
 	duration := fs.Duration("duration", 0, "stop in order after this long (0: at Ctrl-C)")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return flagsExit(err) // the flag package printed why
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,16 @@ func ingestor(t *testing.T, args ...string) (int, string) {
 	return cmd.ProcessState.ExitCode(), stderr.String()
 }
 
+// everySubcommand is what the list of subcommands must show: each name
+// with its line.
+var everySubcommand = []string{
+	"usage: ingestor <subcommand>",
+	"  bench ", "  bloom ", "  committer ", "  consumer ", "  demo ", "  run ",
+	"  status ", "  uploader ", "  version ", "  wal ",
+	"the supervisor: runs the consumer, uploader and committer",
+	"'ingestor <subcommand> --help'",
+}
+
 func TestCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
@@ -57,9 +68,21 @@ func TestCommandLine(t *testing.T) {
 		wantCode int
 		wantErr  []string
 	}{
-		{name: "no subcommand", args: nil, wantCode: 2, wantErr: []string{"usage:", "committer, consumer, ", "run, status, uploader"}},
-		{name: "help", args: []string{"--help"}, wantCode: 0, wantErr: []string{"usage:"}},
-		{name: "unknown subcommand", args: []string{"janitor"}, wantCode: 2, wantErr: []string{`unknown subcommand "janitor"`}},
+		{name: "no subcommand", args: nil, wantCode: 2, wantErr: everySubcommand},
+		{name: "--help", args: []string{"--help"}, wantCode: 0, wantErr: everySubcommand},
+		{name: "-h", args: []string{"-h"}, wantCode: 0, wantErr: everySubcommand},
+		{name: "help", args: []string{"help"}, wantCode: 0, wantErr: everySubcommand},
+		{name: "help of a subcommand", args: []string{"help", "status"}, wantCode: 0, wantErr: []string{"Usage of ingestor status:", "-watch"}},
+		{name: "status --help", args: []string{"status", "--help"}, wantCode: 0, wantErr: []string{"Usage of ingestor status:", "-output format"}},
+		{name: "run --help", args: []string{"run", "--help"}, wantCode: 0, wantErr: []string{"Usage of ingestor run:", "-config file"}},
+		{name: "consumer -h", args: []string{"consumer", "-h"}, wantCode: 0, wantErr: []string{"Usage of ingestor consumer:", "-config file"}},
+		{name: "wal ls --help", args: []string{"wal", "ls", "--help"}, wantCode: 0, wantErr: []string{"-dir directory"}},
+		{name: "bloom test --help", args: []string{"bloom", "test", "--help"}, wantCode: 0, wantErr: []string{"-column column"}},
+		{name: "bench --help", args: []string{"bench", "--help"}, wantCode: 0, wantErr: []string{"-events"}},
+		{name: "demo --help", args: []string{"demo", "--help"}, wantCode: 0, wantErr: []string{"-rate"}},
+		{name: "version --help", args: []string{"version", "--help"}, wantCode: 0, wantErr: []string{"-output format"}},
+		{name: "unknown subcommand", args: []string{"janitor"}, wantCode: 2, wantErr: []string{`unknown subcommand "janitor"`, "run 'ingestor help'"}},
+		{name: "unknown flag of status", args: []string{"status", "--nope"}, wantCode: 2, wantErr: []string{"flag provided but not defined: -nope", "Usage of ingestor status:"}},
 		{name: "missing config flag", args: []string{"consumer"}, wantCode: 2, wantErr: []string{"usage: ingestor consumer --config FILE"}},
 		{name: "unknown flag", args: []string{"run", "--nope"}, wantCode: 2, wantErr: []string{"flag provided but not defined: -nope"}},
 		{name: "missing config file", args: []string{"uploader", "--config", filepath.Join(dir, "none.yaml")}, wantCode: 2, wantErr: []string{"ingestor uploader: invalid configuration", "none.yaml"}},
@@ -84,5 +107,43 @@ func TestCommandLine(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := versionMain([]string{"--output", "json"}, &out, &errOut); code != 0 {
+		t.Fatalf("version --output json: exit %d: %s", code, errOut.String())
+	}
+	var v buildVersion
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("decode %q: %v", out.String(), err)
+	}
+	if v.Version == "" || v.Commit == "" || !strings.HasPrefix(v.GoVersion, "go") {
+		t.Errorf("version = %+v, want a version, a commit and the Go version", v)
+	}
+	// The test binary is built with the module's dependencies, so their
+	// versions are those go.mod requires.
+	for lib, want := range map[string]string{
+		"github.com/apache/iceberg-go":   "v0.7.0",
+		"github.com/twmb/franz-go":       "v1.22.3",
+		"github.com/apache/arrow-go/v18": "v18.8.0",
+	} {
+		if got := v.Libraries[lib]; got != want {
+			t.Errorf("library %s = %q, want %q", lib, got, want)
+		}
+	}
+
+	out.Reset()
+	if code := versionMain(nil, &out, &errOut); code != 0 {
+		t.Fatalf("version: exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"ingestor ", "commit ", "go           go1.", "iceberg-go   v0.7.0", "franz-go     v1.22.3", "arrow-go/v18 v18.8.0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("version output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if code := versionMain([]string{"--output", "yaml"}, &out, &errOut); code != exitUsage {
+		t.Errorf("version --output yaml: exit %d, want %d", code, exitUsage)
 	}
 }

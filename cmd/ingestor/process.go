@@ -44,7 +44,7 @@ func setup(subcommand, name string, args []string) (*process, int) {
 	fs := flag.NewFlagSet("ingestor "+subcommand, flag.ContinueOnError)
 	path := fs.String("config", "", "path of the YAML configuration `file`")
 	if err := fs.Parse(args); err != nil {
-		return nil, exitUsage // the flag package printed why
+		return nil, flagsExit(err) // the flag package printed why
 	}
 	if *path == "" || fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "usage: ingestor %s --config FILE\n", subcommand)
@@ -75,6 +75,9 @@ func (p *process) serveMetrics(name string, routes ...metrics.Route) (net.Addr, 
 	addr, err := metrics.RoleAddress(p.cfg, name)
 	if err != nil {
 		return nil, nil, err
+	}
+	if p.cfg.Metrics.Pprof {
+		routes = append(routes, metrics.PprofRoutes()...)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	bound, err := metrics.Serve(ctx, addr, p.reg, p.log, routes...)
@@ -114,7 +117,8 @@ func runSupervisor(args []string) int {
 		p.log.Error("start supervisor", "error", err)
 		return exitError
 	}
-	_, stopMetrics, err := p.serveMetrics(metrics.Supervisor)
+	_, stopMetrics, err := p.serveMetrics(metrics.Supervisor,
+		metrics.Route{Pattern: "GET " + status.Path, Handler: status.Handler(metrics.Supervisor, sup.Status)})
 	if err != nil {
 		p.log.Error("serve metrics", "error", err)
 		return exitError

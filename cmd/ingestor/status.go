@@ -23,7 +23,7 @@ func runStatus(args []string) int {
 	watch := fs.Bool("watch", false, "redraw every --every until Ctrl-C, like top")
 	every := fs.Duration("every", 2*time.Second, "time between two redraws with --watch")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage // the flag package printed why
+		return flagsExit(err) // the flag package printed why
 	}
 	if *path == "" || fs.NArg() > 0 || (*output != status.FormatText && *output != status.FormatJSON) || *every <= 0 {
 		fmt.Fprintln(os.Stderr, "usage: ingestor status --config FILE [--output text|json] [--watch [--every 2s]]")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -63,7 +64,7 @@ func walLs(args []string, stdout, stderr io.Writer) int {
 	output := fs.String("output", inspect.FormatTable, "output format: table or json")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagsExit(err)
 	}
 	if len(pos) > 0 || (*cfgPath == "") == (*dir == "") {
 		fmt.Fprint(stderr, walUsage)
@@ -95,7 +96,7 @@ func walInspect(args []string, stdout, stderr io.Writer) int {
 	output := fs.String("output", inspect.FormatTable, "output format: table or json")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return exitUsage
+		return flagsExit(err)
 	}
 	if len(pos) != 1 || (*dataset != "" && *cfgPath == "") {
 		fmt.Fprint(stderr, walUsage)
@@ -174,7 +175,9 @@ func bloomMain(args []string, stdout, stderr io.Writer) int {
 	typ := fs.String("type", "string", "Iceberg `type` of the column: string, int, long, boolean, float, double, decimal(P,S), date, time, timestamp, timestamptz, uuid, binary (hex), fixed[N] (hex)")
 	cfgPath := fs.String("config", "", "configuration `file` whose catalog properties (adls.*) reach the storage")
 	pos, err := parseInterspersed(fs, args[1:])
-	if err != nil {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return exitBloomError
 	}
 	if len(pos) > 0 || *file == "" || *column == "" || !flagSet(fs, "value") {

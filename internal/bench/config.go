@@ -42,7 +42,9 @@ func configYAML(s setup) string {
 	for _, k := range slices.Sorted(maps.Keys(s.catalog)) {
 		fmt.Fprintf(&b, "  %s: %q\n", k, s.catalog[k])
 	}
-	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q}\n",
+	// The bench's processes serve their profiles, so that a run can be
+	// profiled in place; they listen on loopback.
+	fmt.Fprintf(&b, "metrics:\n  address: %q\n  pprof: true\n  roles: {consumer: %q, uploader: %q, committer: %q}\n",
 		s.metrics[0], s.metrics[1], s.metrics[2], s.metrics[3])
 	// The key goes in only when asked for: the configuration is strict,
 	// so an ingestor without a maintainer would refuse it.

@@ -270,6 +270,16 @@ func TestStatusOfRunningIngestor(t *testing.T) {
 			t.Errorf("%s: restarts %v, pid %d; want 0 restarts and a pid", p.Name, p.Restarts, p.PID)
 		}
 	}
+	// The supervisor tells its own PID and uptime on its /status, and
+	// each child's uptime.
+	for _, p := range during.Processes {
+		if p.PID == 0 || p.UptimeSeconds == nil || *p.UptimeSeconds <= 0 {
+			t.Errorf("%s: pid %d, uptime %v; want a pid and an uptime", p.Name, p.PID, p.UptimeSeconds)
+		}
+	}
+	if sup, cons := proc(during, "supervisor"), proc(during, "consumer"); sup.UptimeSeconds != nil && cons.UptimeSeconds != nil && *sup.UptimeSeconds < *cons.UptimeSeconds {
+		t.Errorf("supervisor uptime %v below its consumer's %v", *sup.UptimeSeconds, *cons.UptimeSeconds)
+	}
 	if d := during.Datasets[0]; d.Name != "clicks" || d.Topic != "clicks" || d.Table != "web.clicks" ||
 		d.Paused == nil || *d.Paused || d.SegmentsOpen == nil || d.LagTotal == nil {
 		t.Errorf("dataset while streaming = %+v", d)

@@ -57,7 +57,7 @@ func Render(w io.Writer, r *Report) {
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROCESS\tSTATE\tPID\tSUPERVISOR\tRESTARTS\tADDRESS")
+	fmt.Fprintln(tw, "PROCESS\tSTATE\tPID\tUPTIME\tSUPERVISOR\tRESTARTS\tADDRESS")
 	for _, p := range r.Processes {
 		pid := "-"
 		if p.PID > 0 {
@@ -73,7 +73,11 @@ func Render(w io.Writer, r *Report) {
 		if p.Restarts != nil {
 			restarts = num(*p.Restarts)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.State, pid, sup, restarts, p.Address)
+		uptime := "-"
+		if p.UptimeSeconds != nil {
+			uptime = (time.Duration(*p.UptimeSeconds) * time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.State, pid, uptime, sup, restarts, p.Address)
 	}
 	tw.Flush()
 	for _, p := range r.Processes {

@@ -25,8 +25,8 @@ func goldenReport() *Report {
 		Volume: Volume{UsedPct: ptr(81.25), ConsumerUsedPct: ptr(80.5), HighWatermarkPct: 80, ResumeBelowPct: 75,
 			Paused: ptr(true), PausedReasons: []string{"wal_volume_above_high_watermark"}},
 		Processes: []Process{
-			{Name: "supervisor", Address: "127.0.0.1:9400", State: StateUp},
-			{Name: "consumer", Address: "127.0.0.1:9401", State: StateUp, PID: 4242, SupervisorUp: ptr(true), Restarts: ptr(0.0)},
+			{Name: "supervisor", Address: "127.0.0.1:9400", State: StateUp, PID: 4100, UptimeSeconds: ptr(7322.4)},
+			{Name: "consumer", Address: "127.0.0.1:9401", State: StateUp, PID: 4242, SupervisorUp: ptr(true), Restarts: ptr(0.0), UptimeSeconds: ptr(7321.9)},
 			{Name: "uploader", Address: "127.0.0.1:9402", State: StateDown, Error: "connection refused", SupervisorUp: ptr(false), Restarts: ptr(4.0)},
 			{Name: "committer", Address: "127.0.0.1:9403", State: StateUp, PID: 4343, SupervisorUp: ptr(true), Restarts: ptr(1.0)},
 		},

@@ -84,6 +84,10 @@ type Process struct {
 	SupervisorUp *bool `json:"supervisor_up"`
 	// Restarts is the supervisor's count of the role's restarts.
 	Restarts *float64 `json:"restarts"`
+	// UptimeSeconds is how long the process has run, as the supervisor
+	// tells of itself and of its children; null when no supervisor
+	// answers.
+	UptimeSeconds *float64 `json:"uptime_seconds"`
 }
 
 // Dataset is what the report tells of one dataset.
@@ -254,7 +258,7 @@ func (c *Collector) probe(ctx context.Context, name string) *probe {
 	defer cancel()
 	p.metrics, p.err = scrapeMetrics(ctx, c.opts.Client, p.addr)
 	p.at = time.Now()
-	if p.err != nil || name == metrics.Supervisor {
+	if p.err != nil {
 		return p
 	}
 	// A role that serves metrics but no status (an older binary) is up all
@@ -328,6 +332,17 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 			}
 		} else {
 			proc.Error = c.red.String(describe(p.err))
+		}
+		if d := details(sup); d != nil {
+			if name == metrics.Supervisor {
+				if v, ok := d["uptime_seconds"].(float64); ok {
+					proc.UptimeSeconds = ptr(v)
+				}
+			} else if ch, ok := d["children"].(map[string]any)[name].(map[string]any); ok {
+				if v, ok := ch["uptime_seconds"].(float64); ok {
+					proc.UptimeSeconds = ptr(v)
+				}
+			}
 		}
 		if name != metrics.Supervisor && sup.up() {
 			if v, ok := sup.metrics.sum("ingestor_supervisor_role_up", map[string]string{"role": name}); ok {

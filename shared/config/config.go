@@ -120,6 +120,10 @@ type Metrics struct {
 	Address string `yaml:"address"`
 	// Roles overrides the address of each role's endpoint.
 	Roles RoleAddresses `yaml:"roles"`
+	// Pprof serves Go's profiles under /debug/pprof/ beside /metrics.
+	// Off by default: the profiles show the process's command line and
+	// memory to whoever reaches the port.
+	Pprof bool `yaml:"pprof"`
 }
 
 // RoleAddresses overrides the metrics address of each role.

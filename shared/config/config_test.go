@@ -99,6 +99,42 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 	}
 }
 
+// A configuration with mistakes of every kind (an unknown key, a wrong
+// type, a missing required key, a bad value) names all of them at once,
+// and a key that did not decode is not reported again as missing.
+func TestParseNamesEveryProblem(t *testing.T) {
+	doc := example
+	for _, r := range [][2]string{
+		{"commitIntervalSeconds: 2", "commitIntervalSeconds: 2\n  commitInterval: 3"},
+		{"brokers: [127.0.0.1:9092]", "brokers: 127.0.0.1:9092"},
+		{"    topic: clicks\n", ""},
+		{"table: web.clicks", "table: clicks"},
+	} {
+		next := strings.Replace(doc, r[0], r[1], 1)
+		if next == doc {
+			t.Fatalf("replacement %q did not apply", r[0])
+		}
+		doc = next
+	}
+	_, err := Parse([]byte(doc))
+	if err == nil {
+		t.Fatalf("Parse accepted:\n%s", doc)
+	}
+	for _, want := range []string{
+		"ingestion.commitInterval: unknown key",
+		"kafka.brokers: want a list",
+		"datasets[0].topic: required",
+		"datasets[0].table: want namespace.table",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "kafka.brokers: required") {
+		t.Errorf("kafka.brokers reported twice:\n%v", err)
+	}
+}
+
 func TestLoadNamesTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(path, []byte("ingestion: [1]\n"), 0o644)

@@ -40,14 +40,43 @@ func Parse(doc []byte) (*Config, error) {
 	}
 	var errs []error
 	decodeNode(root.Content[0], reflect.ValueOf(c).Elem(), "", &errs)
+	// The values are checked even when some keys did not decode, so that
+	// one run names every problem; a key that did not decode is reported
+	// once, for that, and not again as missing or wrong.
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		errs = append(errs, withoutKeys(err, errs)...)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	c.applyDefaults()
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	return c, nil
+}
+
+// withoutKeys returns the errors joined in err whose key none of seen has.
+func withoutKeys(err error, seen []error) []error {
+	keys := map[string]bool{}
+	for _, e := range seen {
+		var ke *KeyError
+		if errors.As(e, &ke) {
+			keys[ke.Key] = true
+		}
+	}
+	var all []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		all = j.Unwrap()
+	} else {
+		all = []error{err}
+	}
+	var out []error
+	for _, e := range all {
+		var ke *KeyError
+		if errors.As(e, &ke) && keys[ke.Key] {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 var catalogType = reflect.TypeOf(Catalog{})

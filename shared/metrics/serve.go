@@ -48,6 +48,20 @@ type Route struct {
 	Handler http.Handler
 }
 
+// PprofRoutes are Go's profiles, as Prometheus serves them: where a role's
+// CPU and memory go, on a running process (go tool pprof
+// http://ADDR/debug/pprof/profile). A process adds them to Serve's routes
+// only when metrics.pprof is true: they show its command line and memory.
+func PprofRoutes() []Route {
+	return []Route{
+		{Pattern: "/debug/pprof/", Handler: http.HandlerFunc(pprof.Index)},
+		{Pattern: "/debug/pprof/cmdline", Handler: http.HandlerFunc(pprof.Cmdline)},
+		{Pattern: "/debug/pprof/profile", Handler: http.HandlerFunc(pprof.Profile)},
+		{Pattern: "/debug/pprof/symbol", Handler: http.HandlerFunc(pprof.Symbol)},
+		{Pattern: "/debug/pprof/trace", Handler: http.HandlerFunc(pprof.Trace)},
+	}
+}
+
 // Serve listens on addr (":0" picks a free port) and serves reg on /metrics,
 // a liveness answer on /healthz and the given routes until ctx ends. It returns once the
 // listener is open, with the address actually bound, which it also logs as
@@ -70,13 +84,6 @@ func Serve(ctx context.Context, addr string, reg *prometheus.Registry, log *slog
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	// Go's profiles, as Prometheus serves them: where a role's CPU and
-	// memory go, on a running process (go tool pprof http://ADDR/debug/pprof/profile).
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	for _, r := range routes {
 		mux.Handle(r.Pattern, r.Handler)
 	}

@@ -88,9 +88,9 @@ func TestServe(t *testing.T) {
 	if code != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200", code)
 	}
-	// The profiles are there for an operator's go tool pprof.
-	if code, body := get(t, client, base+"/debug/pprof/heap?debug=1"); code != http.StatusOK || !strings.Contains(body, "heap profile") {
-		t.Errorf("/debug/pprof/heap = %d %.80q, want 200 and a heap profile", code, body)
+	// Go's profiles are off unless metrics.pprof adds their routes.
+	if code, _ := get(t, client, base+"/debug/pprof/heap?debug=1"); code != http.StatusNotFound {
+		t.Errorf("/debug/pprof/heap = %d without PprofRoutes, want 404", code)
 	}
 	code, body = get(t, client, base+"/metrics")
 	if code != http.StatusOK {
@@ -120,6 +120,20 @@ func TestServe(t *testing.T) {
 			t.Fatal("endpoint still answers 5s after its context ended")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestServePprofRoutes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, err := Serve(ctx, "127.0.0.1:0", NewRegistry("consumer"), nil, PprofRoutes()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	// The profiles are there for an operator's go tool pprof.
+	if code, body := get(t, client, "http://"+addr.String()+"/debug/pprof/heap?debug=1"); code != http.StatusOK || !strings.Contains(body, "heap profile") {
+		t.Errorf("/debug/pprof/heap = %d %.80q, want 200 and a heap profile", code, body)
 	}
 }
 
