@@ -605,11 +605,13 @@ func (c *Committer) dataFiles(log *slog.Logger, tbl *table.Table, pending []*seg
 func (c *Committer) removeLocal(log *slog.Logger, segs []*segment) {
 	for _, s := range segs {
 		if err := walfile.Remove(s.ready.Path); err != nil {
+			c.metrics.deleteFailures.WithLabelValues(c.datasetOf(s.ready.Topic)).Inc()
 			log.Error("delete committed segment", "file", s.ready.Path, "err", err)
 			continue
 		}
 		failpoint.Hit(failpoint.CommitterBetweenDeletes)
 		if err := walfile.Remove(s.marker.Path); err != nil {
+			c.metrics.deleteFailures.WithLabelValues(c.datasetOf(s.ready.Topic)).Inc()
 			log.Error("delete marker of committed segment", "file", s.marker.Path, "err", err)
 		}
 	}

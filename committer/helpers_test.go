@@ -133,6 +133,10 @@ func (e *env) walDir(name string) string {
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		e.t.Fatal(err)
 	}
+	// The consumer makes the directory's id before it writes a segment.
+	if _, err := walfile.WALID(d); err != nil {
+		e.t.Fatal(err)
+	}
 	return d
 }
 

@@ -22,6 +22,10 @@ type metrics struct {
 	lastCommit    *prometheus.GaugeVec
 	commitSeconds prometheus.Histogram
 	waiting       *prometheus.GaugeVec
+	// deleteFailures counts local files of committed segments that could
+	// not be deleted (a read-only or immutable WAL directory): they are
+	// deleted at a later pass, but meanwhile they hold the volume.
+	deleteFailures *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -55,8 +59,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_committer_files_waiting_offset_commit",
 			Help: "Uploaded segments not added because Kafka has no committed offset past them.",
 		}, []string{"dataset"}),
+		deleteFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_delete_failures_total",
+			Help: "Local files of committed segments (ready files and markers) that could not be deleted; retried at a later pass.",
+		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting} {
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
@@ -70,7 +78,19 @@ func (m *metrics) initDataset(name string) {
 	m.files.WithLabelValues(name)
 	m.rows.WithLabelValues(name)
 	m.waiting.WithLabelValues(name)
+	m.deleteFailures.WithLabelValues(name)
 	for _, r := range []string{reasonConflict, reasonUnknown, reasonError} {
 		m.failures.WithLabelValues(name, r)
 	}
+}
+
+// datasetOf returns the name of the dataset that reads topic, for the
+// dataset label of a file's metric.
+func (c *Committer) datasetOf(topic string) string {
+	for _, d := range c.cfg.Datasets {
+		if d.Topic == topic {
+			return d.Name
+		}
+	}
+	return ""
 }

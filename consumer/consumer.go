@@ -123,6 +123,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer closeCatalog(cat, c.log)
 	var loops []*loop
 	for _, ds := range c.cfg.Datasets {
 		l, err := c.newLoop(setup, cat, ds)

@@ -13,7 +13,8 @@
 //
 // The committer deletes the ready file and then its uploaded marker after
 // the table append that holds the file succeeded. Names starting with
-// "tmp_" are half-written and never acted upon; any role may remove them.
+// "tmp_" are half-written and never acted upon; RemoveTmp removes those
+// old enough not to be another role's write in flight.
 //
 // The start and end offsets are the first and last Kafka offsets of the
 // rows in the file; the consumer commits the offset after the last record
