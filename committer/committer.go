@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -613,6 +614,12 @@ func (c *Committer) removeLocal(log *slog.Logger, segs []*segment) {
 		if err := walfile.Remove(s.marker.Path); err != nil {
 			c.metrics.deleteFailures.WithLabelValues(c.datasetOf(s.ready.Topic)).Inc()
 			log.Error("delete marker of committed segment", "file", s.marker.Path, "err", err)
+		}
+		// The checksum record last; a crash before leaves a stray record
+		// that the consumer's next start deletes.
+		if err := walfile.Remove(filepath.Join(c.dir, walfile.SumName(s.ready.UUID))); err != nil {
+			c.metrics.deleteFailures.WithLabelValues(c.datasetOf(s.ready.Topic)).Inc()
+			log.Error("delete checksum record of committed segment", "file", walfile.SumName(s.ready.UUID), "err", err)
 		}
 	}
 	if err := walfile.SyncDir(c.dir); err != nil {

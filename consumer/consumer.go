@@ -105,6 +105,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err := walfile.RemoveTmp(dir); err != nil {
 		return err
 	}
+	if err := walfile.RemoveStraySums(dir); err != nil {
+		return err
+	}
 	// The Go heap is held to the memory budget too, unless the operator
 	// set GOMEMLIMIT: the collector then runs harder rather than letting
 	// garbage push the process over it. Three eighths of the budget are

@@ -436,6 +436,10 @@ func (u *Uploader) attempt(work context.Context, j job) {
 		u.log.Debug("uploaded", "dataset", j.dataset.Name, "topic", j.file.Topic, "partition", j.file.Partition, "file", name, "bytes", size)
 	case errors.Is(err, errSkip):
 		// Another attempt marked the file, or the committer removed it.
+	case errors.As(err, new(*badFileError)):
+		var bad *badFileError
+		errors.As(err, &bad)
+		u.quarantine(j, bad)
 	case work.Err() != nil:
 		// The drain deadline passed; the next start uploads the file.
 	default:
@@ -484,6 +488,10 @@ func (u *Uploader) upload(ctx context.Context, j job) (int64, error) {
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
+		return 0, err
+	}
+	// Nothing leaves the disk unchecked: a file that fails is quarantined.
+	if err := check(j.file.Path, u.dir, j); err != nil {
 		return 0, err
 	}
 	marker := walfile.Marker{Object: storage.Join(dataLoc, id+walfile.SegmentExt), Size: info.Size()}
