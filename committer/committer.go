@@ -467,6 +467,10 @@ func (c *Committer) collect(d config.Dataset) ([]*segment, int, error) {
 			continue
 		}
 		obj, err := walfile.ReadMarker(c.dir, r.Name)
+		if errors.Is(err, walfile.ErrBadMarker) {
+			c.quarantineMarker(d, m, err)
+			continue
+		}
 		if err != nil {
 			c.log.Warn("unreadable marker; the uploader writes it again", "dataset", d.Name, "file", m.Path, "err", err)
 			continue

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // Reasons of a failed commit, the values of the reason label.
@@ -26,6 +28,8 @@ type metrics struct {
 	// not be deleted (a read-only or immutable WAL directory): they are
 	// deleted at a later pass, but meanwhile they hold the volume.
 	deleteFailures *prometheus.CounterVec
+	// quarantined counts files moved aside (walfile.Quarantine).
+	quarantined *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -63,8 +67,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_committer_delete_failures_total",
 			Help: "Local files of committed segments (ready files and markers) that could not be deleted; retried at a later pass.",
 		}, []string{"dataset"}),
+		quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_files_quarantined_total",
+			Help: "Files moved to the WAL directory's quarantine, by reason: bad_marker (the uploader uploads the segment again).",
+		}, []string{"dataset", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures} {
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
@@ -79,6 +87,7 @@ func (m *metrics) initDataset(name string) {
 	m.rows.WithLabelValues(name)
 	m.waiting.WithLabelValues(name)
 	m.deleteFailures.WithLabelValues(name)
+	m.quarantined.WithLabelValues(name, walfile.ReasonBadMarker)
 	for _, r := range []string{reasonConflict, reasonUnknown, reasonError} {
 		m.failures.WithLabelValues(name, r)
 	}

@@ -80,3 +80,21 @@ func TestQuarantinesBadReadyFiles(t *testing.T) {
 func testMetric(u *Uploader, dataset, reason string) float64 {
 	return testutil.ToFloat64(u.m.quarantined.WithLabelValues(dataset, reason))
 }
+
+// TestRewritesEmptyMarker is the other half of the probe "a zero-byte
+// uploaded_ marker": the data file is fine, so the uploader uploads it
+// again (same object names) and writes a good marker over the empty one.
+func TestRewritesEmptyMarker(t *testing.T) {
+	e := newEnv(t, false)
+	locs := e.dataLocations()
+	s := e.writeReady("orders_topic", 0, 0, 20, "a")
+	if err := os.WriteFile(filepath.Join(e.dir, s.name.As(walfile.Uploaded).String()), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.run(e.newUploader())
+	waitFor(t, 30*time.Second, func() bool {
+		m, err := walfile.ReadMarker(e.dir, s.name)
+		return err == nil && m.Object != ""
+	}, "the empty marker rewritten")
+	e.checkUploaded(s, locs["orders"])
+}

@@ -330,7 +330,8 @@ func (u *Uploader) scan(work context.Context, wg *sync.WaitGroup, tried map[stri
 	}
 	marked := map[string]bool{}
 	for _, f := range files {
-		if f.State == walfile.Uploaded {
+		// An empty marker marks nothing: the upload writes it anew.
+		if f.State == walfile.Uploaded && f.Size > 0 {
 			marked[f.Name.As(walfile.Ready).String()] = true
 		}
 	}
@@ -471,7 +472,7 @@ var errSkip = errors.New("nothing to upload")
 func (u *Uploader) upload(ctx context.Context, j job) (int64, error) {
 	name := j.file.Name
 	// Another attempt may have finished between the scan and now.
-	if _, err := os.Stat(filepath.Join(u.dir, name.As(walfile.Uploaded).String())); err == nil {
+	if info, err := os.Stat(filepath.Join(u.dir, name.As(walfile.Uploaded).String())); err == nil && info.Size() > 0 {
 		return 0, errSkip
 	}
 	dataLoc, err := u.loc.DataLocation(ctx, j.dataset)

@@ -182,10 +182,17 @@ func ReadMarker(dir string, n Name) (Marker, error) {
 		return m, fmt.Errorf("read marker: %w", err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("decode marker %s: %w", n.As(Uploaded), err)
+		return m, fmt.Errorf("decode marker %s: %w: %w", n.As(Uploaded), ErrBadMarker, err)
+	}
+	if m.Object == "" {
+		return m, fmt.Errorf("decode marker %s: %w: no object", n.As(Uploaded), ErrBadMarker)
 	}
 	return m, nil
 }
+
+// ErrBadMarker is a marker whose content is not a marker (empty, not JSON,
+// no object): the ready file is uploaded again, which writes it anew.
+var ErrBadMarker = errors.New("bad uploaded marker")
 
 // Lock is an exclusive advisory lock a role holds on the WAL directory
 // while it runs. The kernel releases it when the process dies.

@@ -24,6 +24,7 @@ const (
 	ReasonChecksum   = "checksum"   // the file is not what the consumer wrote
 	ReasonUnreadable = "unreadable" // the file cannot be read as Parquet
 	ReasonBadName    = "bad_name"   // the name does not parse
+	ReasonBadMarker  = "bad_marker" // an uploaded_ marker that is empty or not JSON
 )
 
 // reasonExt ends the name of the note written beside a quarantined file.
@@ -96,12 +97,15 @@ func ListQuarantine(dir string) ([]QuarantineNote, error) {
 	var notes []QuarantineNote
 	for _, e := range entries {
 		base := e.Name()
-		if e.IsDir() || strings.HasSuffix(base, reasonExt) || strings.HasPrefix(base, TmpPrefix) || isSideFile(base) {
+		if e.IsDir() || strings.HasSuffix(base, reasonExt) || strings.HasPrefix(base, TmpPrefix) {
 			continue
 		}
 		note := QuarantineNote{File: base, Reason: "unknown"}
-		if b, err := os.ReadFile(filepath.Join(dir, QuarantineDir, base+reasonExt)); err == nil {
+		b, err := os.ReadFile(filepath.Join(dir, QuarantineDir, base+reasonExt))
+		if err == nil {
 			json.Unmarshal(b, &note)
+		} else if isSideFile(base) {
+			continue // moved beside its quarantined segment
 		}
 		notes = append(notes, note)
 	}
