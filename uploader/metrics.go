@@ -60,7 +60,7 @@ func newMetrics(reg prometheus.Registerer, datasets []config.Dataset) (*metrics,
 		m.bytes.WithLabelValues(d.Name)
 		m.failures.WithLabelValues(d.Name)
 		m.pending.WithLabelValues(d.Name)
-		for _, r := range []string{walfile.ReasonChecksum, walfile.ReasonUnreadable} {
+		for _, r := range []string{walfile.ReasonChecksum, walfile.ReasonUnreadable, walfile.ReasonBadName} {
 			m.quarantined.WithLabelValues(d.Name, r)
 		}
 	}

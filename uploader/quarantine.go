@@ -3,6 +3,8 @@ package uploader
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
@@ -64,4 +66,35 @@ func (u *Uploader) quarantine(j job, bad *badFileError) {
 		"dataset", j.dataset.Name, "reason", bad.reason, "file", name.String(),
 		"topic", name.Topic, "partition", name.Partition, "start_offset", name.Start, "end_offset", name.End,
 		"error", bad.err)
+}
+
+// badNameEvery is how often the uploader looks for names that do not
+// parse: a listing of its own, so not at every scan.
+const badNameEvery = 10 * time.Second
+
+// quarantineBadNames moves aside the files whose names claim a ready
+// segment or marker but do not parse, counted and logged once each: an
+// operator must find out where they came from and replay their rows.
+func (u *Uploader) quarantineBadNames() {
+	names, err := walfile.BadNames(u.dir)
+	if err != nil {
+		u.log.Error("scan WAL directory for bad names", "dir", u.dir, "error", err)
+		return
+	}
+	for _, base := range names {
+		dataset := "unknown"
+		for _, d := range u.cfg.Datasets {
+			if strings.HasPrefix(base, walfile.ReadyPrefix+d.Topic+"_") || strings.HasPrefix(base, walfile.UploadedPrefix+d.Topic+"_") {
+				dataset = d.Name
+			}
+		}
+		note := walfile.QuarantineNote{Reason: walfile.ReasonBadName, Error: "the name does not parse as a WAL file name", Role: role.Uploader, At: u.now()}
+		if err := walfile.Quarantine(u.dir, base, note); err != nil {
+			u.log.Error("quarantine file with a bad name", "file", base, "error", err)
+			continue
+		}
+		u.m.quarantined.WithLabelValues(dataset, walfile.ReasonBadName).Inc()
+		u.log.Error("file quarantined: its name does not parse, so no role would act on it; find where it came from and replay its rows from Kafka (docs/operations.md, \"Quarantined files\")",
+			"dataset", dataset, "reason", walfile.ReasonBadName, "file", base)
+	}
 }

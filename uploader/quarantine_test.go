@@ -98,3 +98,29 @@ func TestRewritesEmptyMarker(t *testing.T) {
 	}, "the empty marker rewritten")
 	e.checkUploaded(s, locs["orders"])
 }
+
+// TestQuarantinesBadNames is the probe "a ready file whose name does not
+// parse": it was skipped by every role. It is moved aside, counted and
+// listed in the quarantine; the good file beside it flows.
+func TestQuarantinesBadNames(t *testing.T) {
+	e := newEnv(t, false)
+	good := e.writeReady("orders_topic", 0, 0, 20, "a")
+	bad := "ready_orders_topic_0_20-39_not-a-uuid.parquet"
+	if err := os.WriteFile(filepath.Join(e.dir, bad), good.data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u := e.newUploader()
+	e.run(u)
+	e.waitMarked(30*time.Second, good.name)
+	waitFor(t, 30*time.Second, func() bool { return testMetric(u, "orders", walfile.ReasonBadName) == 1 }, "the bad name quarantined")
+	notes, err := walfile.ListQuarantine(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || notes[0].File != bad || notes[0].Reason != walfile.ReasonBadName {
+		t.Fatalf("quarantine notes %+v", notes)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, walfile.QuarantineDir, bad)); err != nil {
+		t.Fatal(err)
+	}
+}

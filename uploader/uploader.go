@@ -165,7 +165,12 @@ func (u *Uploader) Run(ctx context.Context) error {
 func (u *Uploader) run(ctx, work context.Context, wg *sync.WaitGroup, events <-chan struct{}) {
 	tick := time.NewTicker(u.scanInterval)
 	defer tick.Stop()
+	var badNames time.Time
 	for {
+		if time.Since(badNames) >= badNameEvery {
+			u.quarantineBadNames()
+			badNames = time.Now()
+		}
 		u.scan(work, wg, nil)
 		if !u.untilScan(ctx, work, wg, tick.C, events) {
 			return

@@ -117,3 +117,24 @@ func ListQuarantine(dir string) ([]QuarantineNote, error) {
 func isSideFile(base string) bool {
 	return strings.HasPrefix(base, UploadedPrefix) || strings.HasPrefix(base, SumPrefix)
 }
+
+// BadNames returns the names in dir that claim to be ready segments or
+// markers (they start with ready_ or uploaded_) but do not parse: no role
+// would ever act on them, and their rows would silently never land.
+func BadNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list wal dir: %w", err)
+	}
+	var bad []string
+	for _, e := range entries {
+		base := e.Name()
+		if e.IsDir() || !(strings.HasPrefix(base, ReadyPrefix) || strings.HasPrefix(base, UploadedPrefix)) {
+			continue
+		}
+		if _, err := Parse(base); err != nil {
+			bad = append(bad, base)
+		}
+	}
+	return bad, nil
+}
