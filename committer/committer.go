@@ -55,6 +55,8 @@ type Committer struct {
 	mu  sync.Mutex
 	cat catalog.Catalog // opened at the first pass that needs it
 	adm *kadm.Client
+	// recreatedSeen holds the table UUIDs already logged as recreated.
+	recreatedSeen map[string]bool
 
 	// beforeCommit, when set, runs before each catalog commit; tests use it
 	// to make another writer change the table at that moment.
@@ -585,6 +587,10 @@ func (c *Committer) dataFiles(log *slog.Logger, tbl *table.Table, pending []*seg
 	ids = map[uuid.UUID]bool{}
 	ok = true
 	for _, s := range pending {
+		if !c.identityOK(log, tbl, s) {
+			ok = false
+			continue
+		}
 		df, err := s.dataFile(tbl)
 		if err != nil {
 			log.Error("segment left out of the append", "file", s.ready.Name.String(), "partition", s.ready.Partition, "err", err)

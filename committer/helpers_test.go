@@ -2,6 +2,7 @@ package committer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -304,6 +305,11 @@ func writeParquet(t *testing.T, path string, tbl *table.Table, rows []map[string
 		t.Fatal(err)
 	}
 	if err := w.AppendKeyValueMetadata(walfile.MetaPartition, enc); err != nil {
+		t.Fatal(err)
+	}
+	spec := tbl.Spec()
+	ident, _ := json.Marshal(walfile.TableIdentity{UUID: tbl.Metadata().TableUUID().String(), SchemaID: tbl.Schema().ID, SpecID: spec.ID()})
+	if err := w.AppendKeyValueMetadata(walfile.MetaTable, string(ident)); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

@@ -30,6 +30,9 @@ type metrics struct {
 	deleteFailures *prometheus.CounterVec
 	// quarantined counts files moved aside (walfile.Quarantine).
 	quarantined *prometheus.CounterVec
+	// identity counts segments left out because the table is not the one
+	// they were written for (IdentityError).
+	identity *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -71,8 +74,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_committer_files_quarantined_total",
 			Help: "Files moved to the WAL directory's quarantine, by reason: bad_marker (the uploader uploads the segment again).",
 		}, []string{"dataset", "reason"}),
+		identity: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_identity_mismatches_total",
+			Help: "Segments left out of an append because the table was recreated and a field id of the file names another column in it.",
+		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined} {
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
@@ -88,6 +95,7 @@ func (m *metrics) initDataset(name string) {
 	m.waiting.WithLabelValues(name)
 	m.deleteFailures.WithLabelValues(name)
 	m.quarantined.WithLabelValues(name, walfile.ReasonBadMarker)
+	m.identity.WithLabelValues(name)
 	for _, r := range []string{reasonConflict, reasonUnknown, reasonError} {
 		m.failures.WithLabelValues(name, r)
 	}

@@ -185,6 +185,7 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	}
 	l.w = w
 	w.mem = c.mem
+	w.identity = tableIdentity(tbl)
 	w.dec.Limit(c.cfg.Ingestion.MaxRecordBytes, c.cfg.Ingestion.MaxJSONDepth)
 	if ds.DeadLetterTopic != "" {
 		w.deadLetter = l.deadLetter

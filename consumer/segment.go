@@ -101,7 +101,10 @@ type segment struct {
 
 	schema        *arrow.Schema
 	partitionJSON string
-	mem           memory.Allocator
+	// identity is the walfile.MetaTable record of the table the rows are
+	// written for; empty in tests that write without a table.
+	identity string
+	mem      memory.Allocator
 	// roomy, when set, tells whether memory allows reserving room for
 	// the next batch (the budget is far from its flush mark).
 	roomy func() bool
@@ -162,6 +165,12 @@ func (s *segment) writer() (*pqarrow.FileWriter, error) {
 	if err := w.AppendKeyValueMetadata(walfile.MetaPartition, s.partitionJSON); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("segment %s: set partition metadata: %w", s.name, err)
+	}
+	if s.identity != "" {
+		if err := w.AppendKeyValueMetadata(walfile.MetaTable, s.identity); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("segment %s: set table metadata: %w", s.name, err)
+		}
 	}
 	s.w = w
 	return w, nil
