@@ -139,6 +139,15 @@ func (c *Consumer) Run(ctx context.Context) error {
 		loops = append(loops, l)
 	}
 
+	// Recovery is done: set space aside for the notes and markers that
+	// drain a volume that fills up later (walfile.WithReserve).
+	if err := walfile.EnsureReserve(dir); err != nil {
+		for _, l := range loops {
+			l.cl.Close()
+		}
+		return err
+	}
+
 	// The volume is measured until the consumer returns, also while it
 	// releases its partitions.
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))

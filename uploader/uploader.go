@@ -528,7 +528,7 @@ func (u *Uploader) upload(ctx context.Context, j job) (int64, error) {
 	// object and every sidecar are stored. A crash before this line leaves
 	// no marker; the next scan uploads the file again to the same names.
 	failpoint.Hit(failpoint.UploaderBeforeMarker)
-	if err := walfile.WriteMarker(u.dir, name, marker); err != nil {
+	if err := walfile.WithReserve(u.dir, func() error { return walfile.WriteMarker(u.dir, name, marker) }); err != nil {
 		return 0, fmt.Errorf("mark %s uploaded: %w", name, err)
 	}
 	failpoint.Hit(failpoint.UploaderAfterMarker)
