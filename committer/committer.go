@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -54,6 +55,8 @@ type Committer struct {
 	mu  sync.Mutex
 	cat catalog.Catalog // opened at the first pass that needs it
 	adm *kadm.Client
+	// recreatedSeen holds the table UUIDs already logged as recreated.
+	recreatedSeen map[string]bool
 
 	// beforeCommit, when set, runs before each catalog commit; tests use it
 	// to make another writer change the table at that moment.
@@ -466,6 +469,10 @@ func (c *Committer) collect(d config.Dataset) ([]*segment, int, error) {
 			continue
 		}
 		obj, err := walfile.ReadMarker(c.dir, r.Name)
+		if errors.Is(err, walfile.ErrBadMarker) {
+			c.quarantineMarker(d, m, err)
+			continue
+		}
 		if err != nil {
 			c.log.Warn("unreadable marker; the uploader writes it again", "dataset", d.Name, "file", m.Path, "err", err)
 			continue
@@ -580,6 +587,10 @@ func (c *Committer) dataFiles(log *slog.Logger, tbl *table.Table, pending []*seg
 	ids = map[uuid.UUID]bool{}
 	ok = true
 	for _, s := range pending {
+		if !c.identityOK(log, tbl, s) {
+			ok = false
+			continue
+		}
 		df, err := s.dataFile(tbl)
 		if err != nil {
 			log.Error("segment left out of the append", "file", s.ready.Name.String(), "partition", s.ready.Partition, "err", err)
@@ -605,12 +616,20 @@ func (c *Committer) dataFiles(log *slog.Logger, tbl *table.Table, pending []*seg
 func (c *Committer) removeLocal(log *slog.Logger, segs []*segment) {
 	for _, s := range segs {
 		if err := walfile.Remove(s.ready.Path); err != nil {
+			c.metrics.deleteFailures.WithLabelValues(c.datasetOf(s.ready.Topic)).Inc()
 			log.Error("delete committed segment", "file", s.ready.Path, "err", err)
 			continue
 		}
 		failpoint.Hit(failpoint.CommitterBetweenDeletes)
 		if err := walfile.Remove(s.marker.Path); err != nil {
+			c.metrics.deleteFailures.WithLabelValues(c.datasetOf(s.ready.Topic)).Inc()
 			log.Error("delete marker of committed segment", "file", s.marker.Path, "err", err)
+		}
+		// The checksum record last; a crash before leaves a stray record
+		// that the consumer's next start deletes.
+		if err := walfile.Remove(filepath.Join(c.dir, walfile.SumName(s.ready.UUID))); err != nil {
+			c.metrics.deleteFailures.WithLabelValues(c.datasetOf(s.ready.Topic)).Inc()
+			log.Error("delete checksum record of committed segment", "file", walfile.SumName(s.ready.UUID), "err", err)
 		}
 	}
 	if err := walfile.SyncDir(c.dir); err != nil {

@@ -2,6 +2,7 @@ package committer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -131,6 +132,10 @@ func (e *env) config(walDir string) *config.Config {
 func (e *env) walDir(name string) string {
 	d := filepath.Join(e.root, name)
 	if err := os.MkdirAll(d, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	// The consumer makes the directory's id before it writes a segment.
+	if _, err := walfile.WALID(d); err != nil {
 		e.t.Fatal(err)
 	}
 	return d
@@ -300,6 +305,11 @@ func writeParquet(t *testing.T, path string, tbl *table.Table, rows []map[string
 		t.Fatal(err)
 	}
 	if err := w.AppendKeyValueMetadata(walfile.MetaPartition, enc); err != nil {
+		t.Fatal(err)
+	}
+	spec := tbl.Spec()
+	ident, _ := json.Marshal(walfile.TableIdentity{UUID: tbl.Metadata().TableUUID().String(), SchemaID: tbl.Schema().ID, SpecID: spec.ID()})
+	if err := w.AppendKeyValueMetadata(walfile.MetaTable, string(ident)); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

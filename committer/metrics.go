@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // Reasons of a failed commit, the values of the reason label.
@@ -22,6 +24,15 @@ type metrics struct {
 	lastCommit    *prometheus.GaugeVec
 	commitSeconds prometheus.Histogram
 	waiting       *prometheus.GaugeVec
+	// deleteFailures counts local files of committed segments that could
+	// not be deleted (a read-only or immutable WAL directory): they are
+	// deleted at a later pass, but meanwhile they hold the volume.
+	deleteFailures *prometheus.CounterVec
+	// quarantined counts files moved aside (walfile.Quarantine).
+	quarantined *prometheus.CounterVec
+	// identity counts segments left out because the table is not the one
+	// they were written for (IdentityError).
+	identity *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -55,8 +66,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_committer_files_waiting_offset_commit",
 			Help: "Uploaded segments not added because Kafka has no committed offset past them.",
 		}, []string{"dataset"}),
+		deleteFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_delete_failures_total",
+			Help: "Local files of committed segments (ready files and markers) that could not be deleted; retried at a later pass.",
+		}, []string{"dataset"}),
+		quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_files_quarantined_total",
+			Help: "Files moved to the WAL directory's quarantine, by reason: bad_marker (the uploader uploads the segment again).",
+		}, []string{"dataset", "reason"}),
+		identity: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_identity_mismatches_total",
+			Help: "Segments left out of an append because the table was recreated and a field id of the file names another column in it.",
+		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting} {
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
@@ -70,7 +93,21 @@ func (m *metrics) initDataset(name string) {
 	m.files.WithLabelValues(name)
 	m.rows.WithLabelValues(name)
 	m.waiting.WithLabelValues(name)
+	m.deleteFailures.WithLabelValues(name)
+	m.quarantined.WithLabelValues(name, walfile.ReasonBadMarker)
+	m.identity.WithLabelValues(name)
 	for _, r := range []string{reasonConflict, reasonUnknown, reasonError} {
 		m.failures.WithLabelValues(name, r)
 	}
+}
+
+// datasetOf returns the name of the dataset that reads topic, for the
+// dataset label of a file's metric.
+func (c *Committer) datasetOf(topic string) string {
+	for _, d := range c.cfg.Datasets {
+		if d.Topic == topic {
+			return d.Name
+		}
+	}
+	return ""
 }

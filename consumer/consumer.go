@@ -114,6 +114,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err := walfile.RemoveTmp(dir); err != nil {
 		return err
 	}
+	if err := walfile.RemoveStraySums(dir); err != nil {
+		return err
+	}
 	// The Go heap is held to the memory budget too, unless the operator
 	// set GOMEMLIMIT: the collector then runs harder rather than letting
 	// garbage push the process over it. Three eighths of the budget are
@@ -132,6 +135,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer closeCatalog(cat, c.log)
 	var loops []*loop
 	for _, ds := range c.cfg.Datasets {
 		l, err := c.newLoop(setup, cat, ds)
@@ -142,6 +146,15 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return err
 		}
 		loops = append(loops, l)
+	}
+
+	// Recovery is done: set space aside for the notes and markers that
+	// drain a volume that fills up later (walfile.WithReserve).
+	if err := walfile.EnsureReserve(dir); err != nil {
+		for _, l := range loops {
+			l.cl.Close()
+		}
+		return err
 	}
 
 	// The volume is measured until the consumer returns, also while it
@@ -196,6 +209,7 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	}
 	l.w = w
 	w.mem = c.mem
+	w.identity = tableIdentity(tbl)
 	w.dec.Limit(c.cfg.Ingestion.MaxRecordBytes, c.cfg.Ingestion.MaxJSONDepth)
 	if ds.DeadLetterTopic != "" {
 		w.deadLetter = l.deadLetter

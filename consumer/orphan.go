@@ -29,7 +29,9 @@ func noteOrphan(dir string, ds config.Dataset, f walfile.File) error {
 		}
 		sort.Strings(o.Objects[1:])
 	}
-	if err := walfile.WriteOrphan(dir, o); err != nil {
+	// On a full volume the reserve file makes room for the note: recovery
+	// must not crash-loop on the volume it is there to drain.
+	if err := walfile.WithReserve(dir, func() error { return walfile.WriteOrphan(dir, o) }); err != nil {
 		return fmt.Errorf("recovery: note the object of %s for deletion: %w", f.Name, err)
 	}
 	return nil

@@ -88,6 +88,10 @@ func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Clie
 			if err := walfile.Remove(filepath.Join(filepath.Dir(f.Path), f.As(walfile.Uploaded).String())); err != nil {
 				return fmt.Errorf("recovery: %w", err)
 			}
+			// The checksum record last: alone it is a stray record.
+			if err := walfile.Remove(filepath.Join(filepath.Dir(f.Path), walfile.SumName(f.UUID))); err != nil {
+				return fmt.Errorf("recovery: %w", err)
+			}
 		}
 		m.recovered.WithLabelValues(ds.Name, action).Inc()
 		log.Info("recovery", "action", action, "file", f.Name.String(), "topic", f.Topic, "partition", f.Partition)

@@ -87,6 +87,10 @@ func newRecoveryEnv(t *testing.T, committed map[int32]int64) *recoveryEnv {
 	}
 	wal := filepath.Join(dir, "wal")
 	os.MkdirAll(wal, 0o755)
+	// The consumer makes the directory's id before it writes a segment.
+	if _, err := walfile.WALID(wal); err != nil {
+		t.Fatal(err)
+	}
 	return &recoveryEnv{dir: wal, ds: ds, cl: cl, tbl: tbl}
 }
 
@@ -238,12 +242,12 @@ func TestRecoveryNeedsKafka(t *testing.T) {
 func TestRecoveryCountsOnlyItsOwnCommits(t *testing.T) {
 	ctx := context.Background()
 	e := newRecoveryEnv(t, nil)
-	mine := e.segmentFile(t, 0, 100, 120) // renamed, never committed by us
-	ours := e.segmentFile(t, 1, 10, 20)   // committed by us before the other took over
 	id, err := walfile.WALID(e.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	mine := e.segmentFile(t, 0, 100, 120) // renamed, never committed by us
+	ours := e.segmentFile(t, 1, 10, 20)   // committed by us before the other took over
 	// Partition 1: we committed 21, then "other" committed 60 and carried
 	// our entry forward. Partition 0: only "other" ever committed.
 	p1 := walfile.Ledger{id: 21}.With("other", 60)

@@ -3,6 +3,7 @@ package consumer
 import (
 	"bufio"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync"
@@ -41,6 +42,9 @@ type countingWriter struct {
 	f  *os.File
 	bw *bufio.Writer // set during buffered
 	n  int64
+	// crc is the CRC32C of the bytes written so far: the segment's
+	// checksum record (walfile.Sum) once the footer is written.
+	crc uint32
 }
 
 // writeBufs holds the write buffers of the segments being written (a few
@@ -56,6 +60,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 		n, err = w.f.Write(p)
 	}
 	w.n += int64(n)
+	w.crc = crc32.Update(w.crc, walfile.Castagnoli, p[:n])
 	return n, err
 }
 
@@ -96,7 +101,10 @@ type segment struct {
 
 	schema        *arrow.Schema
 	partitionJSON string
-	mem           memory.Allocator
+	// identity is the walfile.MetaTable record of the table the rows are
+	// written for; empty in tests that write without a table.
+	identity string
+	mem      memory.Allocator
 	// roomy, when set, tells whether memory allows reserving room for
 	// the next batch (the budget is far from its flush mark).
 	roomy func() bool
@@ -157,6 +165,12 @@ func (s *segment) writer() (*pqarrow.FileWriter, error) {
 	if err := w.AppendKeyValueMetadata(walfile.MetaPartition, s.partitionJSON); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("segment %s: set partition metadata: %w", s.name, err)
+	}
+	if s.identity != "" {
+		if err := w.AppendKeyValueMetadata(walfile.MetaTable, s.identity); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("segment %s: set table metadata: %w", s.name, err)
+		}
 	}
 	s.w = w
 	return w, nil
@@ -264,6 +278,13 @@ func (s *segment) finish() (walfile.Name, error) {
 	}
 	if err := s.f.Close(); err != nil {
 		return walfile.Name{}, fmt.Errorf("close segment file %s: %w", s.name, err)
+	}
+	// The checksum record goes before the rename, so that no ready file
+	// exists without one. A crash after it and before the rename leaves
+	// the active file, which recovery deletes, and a stray record, which
+	// walfile.RemoveStraySums deletes at the next start.
+	if err := walfile.WriteSum(s.dir, s.name.UUID, walfile.Sum{Size: s.cw.n, CRC32C: s.cw.crc}); err != nil {
+		return walfile.Name{}, fmt.Errorf("checksum of segment %s: %w", s.name, err)
 	}
 	failpoint.Hit(failpoint.ConsumerBeforeRename)
 	ready := s.name

@@ -54,12 +54,14 @@ type writer struct {
 	records, rowsWritten prometheus.Counter
 	part                 *partitioner
 	schema               *arrow.Schema
-	maxSize              int64
-	maxAge               time.Duration
-	maxOpen              int
-	now                  func() time.Time
-	commit               commitFunc
-	drops                *dropLog
+	// identity is the walfile.MetaTable record written into every segment.
+	identity string
+	maxSize  int64
+	maxAge   time.Duration
+	maxOpen  int
+	now      func() time.Time
+	commit   commitFunc
+	drops    *dropLog
 	// deadLetter, when set, receives every dropped record; it must be
 	// durable before commit returns for the record's offset.
 	deadLetter func(partition int32, offset int64, reason string, err error, payload []byte)
@@ -177,6 +179,7 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 			return err
 		}
 		seg.roomy = w.roomy
+		seg.identity = w.identity
 		st.segs[string(w.key)] = seg
 		w.m.segmentsOpen.WithLabelValues(w.ds.Name).Inc()
 	}

@@ -277,6 +277,14 @@ func checkSegmentFile(t *testing.T, f walfile.File) {
 	if v := kv.FindValue(walfile.MetaPartition); v == nil || *v == "" {
 		t.Errorf("%s: no %s footer metadata", f.Name, walfile.MetaPartition)
 	}
+	// Every ready file has a checksum record that matches its content.
+	sum, err := walfile.ReadSum(filepath.Dir(f.Path), f.UUID)
+	if err != nil {
+		t.Fatalf("%s: %v", f.Name, err)
+	}
+	if err := walfile.Verify(f.Path, sum); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestRotationRenamesBeforeCommitAndNamesOffsets(t *testing.T) {

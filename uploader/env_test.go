@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -201,6 +202,10 @@ func (e *env) writeReady(topic string, partition int32, start int64, rows int, p
 		e.t.Fatal(err)
 	}
 	seg.data = buf.Bytes()
+	// The consumer records the file's checksum before the rename.
+	if err := walfile.WriteSum(e.dir, seg.name.UUID, walfile.Sum{Size: int64(len(seg.data)), CRC32C: crc32.Checksum(seg.data, walfile.Castagnoli)}); err != nil {
+		e.t.Fatal(err)
+	}
 	tmp := filepath.Join(e.dir, walfile.TmpPrefix+seg.name.String())
 	if err := os.WriteFile(tmp, seg.data, 0o644); err != nil {
 		e.t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // metrics are the uploader's Prometheus series.
@@ -15,6 +16,8 @@ type metrics struct {
 	failures *prometheus.CounterVec
 	seconds  prometheus.Histogram
 	pending  *prometheus.GaugeVec
+	// quarantined counts ready files moved aside (walfile.Quarantine).
+	quarantined *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, datasets []config.Dataset) (*metrics, error) {
@@ -40,8 +43,12 @@ func newMetrics(reg prometheus.Registerer, datasets []config.Dataset) (*metrics,
 			Name: "ingestor_uploader_pending_files",
 			Help: "Ready WAL segments without an uploaded marker, at the last scan.",
 		}, []string{"dataset"}),
+		quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_uploader_files_quarantined_total",
+			Help: "Ready WAL files moved to the quarantine directory, by reason: checksum, unreadable, bad_name. Their rows must be replayed from Kafka.",
+		}, []string{"dataset", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.files, m.bytes, m.failures, m.seconds, m.pending} {
+	for _, c := range []prometheus.Collector{m.files, m.bytes, m.failures, m.seconds, m.pending, m.quarantined} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register uploader metrics: %w", err)
 		}
@@ -53,6 +60,9 @@ func newMetrics(reg prometheus.Registerer, datasets []config.Dataset) (*metrics,
 		m.bytes.WithLabelValues(d.Name)
 		m.failures.WithLabelValues(d.Name)
 		m.pending.WithLabelValues(d.Name)
+		for _, r := range []string{walfile.ReasonChecksum, walfile.ReasonUnreadable, walfile.ReasonBadName} {
+			m.quarantined.WithLabelValues(d.Name, r)
+		}
 	}
 	return m, nil
 }

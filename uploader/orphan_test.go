@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -87,6 +88,12 @@ func TestOrphanObjects(t *testing.T) {
 	note(young, now)
 	o := note(stillThere, now.Add(-2*time.Hour))
 	if err := os.WriteFile(filepath.Join(e.dir, o.Segment), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// With its checksum record, so that the uploader does not quarantine
+	// the stand-in content (its upload fails at the bloom filters, and the
+	// file stays where it is).
+	if err := walfile.WriteSum(e.dir, stillThere, walfile.Sum{Size: 1, CRC32C: crc32.Checksum([]byte("x"), walfile.Castagnoli)}); err != nil {
 		t.Fatal(err)
 	}
 	// A kept snapshot refers to inTable's object, as if the note were wrong.

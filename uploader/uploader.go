@@ -165,7 +165,12 @@ func (u *Uploader) Run(ctx context.Context) error {
 func (u *Uploader) run(ctx, work context.Context, wg *sync.WaitGroup, events <-chan struct{}) {
 	tick := time.NewTicker(u.scanInterval)
 	defer tick.Stop()
+	var badNames time.Time
 	for {
+		if time.Since(badNames) >= badNameEvery {
+			u.quarantineBadNames()
+			badNames = time.Now()
+		}
 		u.scan(work, wg, nil)
 		if !u.untilScan(ctx, work, wg, tick.C, events) {
 			return
@@ -330,7 +335,8 @@ func (u *Uploader) scan(work context.Context, wg *sync.WaitGroup, tried map[stri
 	}
 	marked := map[string]bool{}
 	for _, f := range files {
-		if f.State == walfile.Uploaded {
+		// An empty marker marks nothing: the upload writes it anew.
+		if f.State == walfile.Uploaded && f.Size > 0 {
 			marked[f.Name.As(walfile.Ready).String()] = true
 		}
 	}
@@ -436,6 +442,10 @@ func (u *Uploader) attempt(work context.Context, j job) {
 		u.log.Debug("uploaded", "dataset", j.dataset.Name, "topic", j.file.Topic, "partition", j.file.Partition, "file", name, "bytes", size)
 	case errors.Is(err, errSkip):
 		// Another attempt marked the file, or the committer removed it.
+	case errors.As(err, new(*badFileError)):
+		var bad *badFileError
+		errors.As(err, &bad)
+		u.quarantine(j, bad)
 	case work.Err() != nil:
 		// The drain deadline passed; the next start uploads the file.
 	default:
@@ -467,7 +477,7 @@ var errSkip = errors.New("nothing to upload")
 func (u *Uploader) upload(ctx context.Context, j job) (int64, error) {
 	name := j.file.Name
 	// Another attempt may have finished between the scan and now.
-	if _, err := os.Stat(filepath.Join(u.dir, name.As(walfile.Uploaded).String())); err == nil {
+	if info, err := os.Stat(filepath.Join(u.dir, name.As(walfile.Uploaded).String())); err == nil && info.Size() > 0 {
 		return 0, errSkip
 	}
 	dataLoc, err := u.loc.DataLocation(ctx, j.dataset)
@@ -484,6 +494,10 @@ func (u *Uploader) upload(ctx context.Context, j job) (int64, error) {
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
+		return 0, err
+	}
+	// Nothing leaves the disk unchecked: a file that fails is quarantined.
+	if err := check(j.file.Path, u.dir, j); err != nil {
 		return 0, err
 	}
 	marker := walfile.Marker{Object: storage.Join(dataLoc, id+walfile.SegmentExt), Size: info.Size()}
@@ -514,7 +528,7 @@ func (u *Uploader) upload(ctx context.Context, j job) (int64, error) {
 	// object and every sidecar are stored. A crash before this line leaves
 	// no marker; the next scan uploads the file again to the same names.
 	failpoint.Hit(failpoint.UploaderBeforeMarker)
-	if err := walfile.WriteMarker(u.dir, name, marker); err != nil {
+	if err := walfile.WithReserve(u.dir, func() error { return walfile.WriteMarker(u.dir, name, marker) }); err != nil {
 		return 0, fmt.Errorf("mark %s uploaded: %w", name, err)
 	}
 	failpoint.Hit(failpoint.UploaderAfterMarker)

@@ -232,6 +232,10 @@ func TestReactsAtOnce(t *testing.T) {
 	u := e.newUploader(withTiming(time.Hour, time.Hour, time.Hour))
 	e.run(u)
 	e.waitMarked(30*time.Second, first.name) // the scan at start
+	// The end of the first upload triggers one more scan, minScanGap
+	// later; a file written before it would be found without the watch.
+	// Past it, only the watch (or the hourly scan) can find the next one.
+	time.Sleep(20 * minScanGap)
 	second := e.writeReady("orders_topic", 0, 5, 5, "b")
 	e.waitMarked(5*time.Second, second.name)
 	e.checkUploaded(second, locs["orders"])

@@ -24,8 +24,22 @@ const (
 type Entry struct {
 	walfile.File
 	// ModTime is the file's modification time. A rename keeps it, so for
-	// a ready file it is when the consumer finished writing it.
+	// a ready file it is when the consumer finished writing it. For a
+	// quarantined file it is when it was moved aside.
 	ModTime time.Time
+	// Reason is set for a file in the quarantine directory: why it was
+	// moved out of the record path (walfile.Reason*).
+	Reason string
+}
+
+// stateQuarantined is the state shown for a quarantined file.
+const stateQuarantined = "quarantined"
+
+func (e Entry) state() string {
+	if e.Reason != "" {
+		return stateQuarantined
+	}
+	return e.State.String()
 }
 
 // List returns the WAL files of dir in walfile.List's order (topic,
@@ -48,6 +62,23 @@ func List(dir string) ([]Entry, error) {
 		f.Size = info.Size()
 		entries = append(entries, Entry{File: f, ModTime: info.ModTime()})
 	}
+	// Quarantined files last: their rows are in no table, and their
+	// offsets are the range to replay from Kafka.
+	notes, err := walfile.ListQuarantine(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		f := walfile.File{Path: filepath.Join(dir, walfile.QuarantineDir, n.File)}
+		f.Topic, f.Partition, f.Start, f.End = n.Topic, n.Partition, n.Start, n.End
+		if parsed, err := walfile.Parse(n.File); err == nil {
+			f.Name = parsed
+		}
+		if info, err := os.Stat(f.Path); err == nil {
+			f.Size = info.Size()
+		}
+		entries = append(entries, Entry{File: f, ModTime: n.At, Reason: n.Reason})
+	}
 	return entries, nil
 }
 
@@ -63,6 +94,8 @@ type listRecord struct {
 	Size       int64   `json:"size"`
 	AgeSeconds float64 `json:"ageSeconds"`
 	File       string  `json:"file"`
+	// Reason is set for a quarantined file.
+	Reason string `json:"reason,omitempty"`
 }
 
 // WriteList writes entries as a table (columns state, topic, partition,
@@ -74,9 +107,9 @@ func WriteList(w io.Writer, entries []Entry, now time.Time, format string) error
 		recs := make([]listRecord, 0, len(entries))
 		for _, e := range entries {
 			r := listRecord{
-				State: e.State.String(), Topic: e.Topic, Partition: e.Partition,
+				State: e.state(), Topic: e.Topic, Partition: e.Partition,
 				UUID: e.UUID.String(), Size: e.Size, File: e.Path,
-				AgeSeconds: age(now, e.ModTime).Seconds(),
+				AgeSeconds: age(now, e.ModTime).Seconds(), Reason: e.Reason,
 			}
 			if e.State != walfile.Active {
 				r.Start, r.End = &e.Start, &e.End
@@ -94,8 +127,12 @@ func WriteList(w io.Writer, entries []Entry, now time.Time, format string) error
 			if e.State != walfile.Active {
 				start, end = strconv.FormatInt(e.Start, 10), strconv.FormatInt(e.End, 10)
 			}
+			state := e.state()
+			if e.Reason != "" {
+				state += " (" + e.Reason + ")"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n",
-				e.State, e.Topic, e.Partition, start, end, e.UUID, FormatBytes(e.Size), FormatAge(age(now, e.ModTime)))
+				state, e.Topic, e.Partition, start, end, e.UUID, FormatBytes(e.Size), FormatAge(age(now, e.ModTime)))
 		}
 		return tw.Flush()
 	}

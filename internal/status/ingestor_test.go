@@ -142,6 +142,10 @@ func startLive(t *testing.T) *live {
 	}
 	// Files of a topic no dataset reads: every role leaves them alone, so
 	// the status must count them exactly.
+	// The consumer makes the directory's id before it writes a segment.
+	if _, err := walfile.WALID(walDir); err != nil {
+		t.Fatal(err)
+	}
 	writeWAL(t, walDir, walfile.Name{State: walfile.Ready, Topic: "stray", Partition: 1, Start: 0, End: 4}, 300)
 	writeWAL(t, walDir, walfile.Name{State: walfile.Uploaded, Topic: "stray", Partition: 1, Start: 0, End: 4}, 20)
 

@@ -191,7 +191,12 @@ func committerUp(r *Report) bool {
 }
 
 func walLine(s WALStates) string {
-	return fmt.Sprintf("active %s   ready %s   uploaded %s", files(s.Active), files(s.Ready), files(s.Uploaded))
+	line := fmt.Sprintf("active %s   ready %s   uploaded %s", files(s.Active), files(s.Ready), files(s.Uploaded))
+	if s.Quarantined.Files > 0 {
+		// Rows that are in no table: say so on the line an operator reads.
+		line += fmt.Sprintf("   QUARANTINED %s (replay from Kafka: ingestor wal ls)", files(s.Quarantined))
+	}
+	return line
 }
 
 func files(c FileCount) string {

@@ -92,3 +92,16 @@ func TestRenderUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestWALLineShowsQuarantined: a quarantined file is on the dataset's WAL
+// line, with what to do; without one the line is as before.
+func TestWALLineShowsQuarantined(t *testing.T) {
+	s := WALStates{Ready: FileCount{Files: 2, Bytes: 10}}
+	if got := walLine(s); strings.Contains(got, "QUARANTINED") {
+		t.Errorf("line without quarantined files: %q", got)
+	}
+	s.Quarantined = FileCount{Files: 1, Bytes: 4}
+	if got := walLine(s); !strings.Contains(got, "QUARANTINED 1 file") || !strings.Contains(got, "ingestor wal ls") {
+		t.Errorf("line: %q", got)
+	}
+}

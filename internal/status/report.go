@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -145,6 +147,10 @@ type WALStates struct {
 	Active   FileCount `json:"active"`
 	Ready    FileCount `json:"ready"`
 	Uploaded FileCount `json:"uploaded"`
+	// Quarantined counts the files moved to the quarantine directory:
+	// their rows are in no table and must be replayed (`wal ls` lists
+	// them with their offsets).
+	Quarantined FileCount `json:"quarantined"`
 }
 
 // FileCount is a number of files and their bytes.
@@ -406,6 +412,21 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 		fc.Files++
 		fc.Bytes += f.Size
 	}
+	notes, err := walfile.ListQuarantine(wal.Dir)
+	if err != nil && r.WALError == "" {
+		r.WALError = c.red.String(err.Error())
+	}
+	for _, n := range notes {
+		st := byTopic[n.Topic]
+		if st == nil {
+			st = &WALStates{}
+			byTopic[n.Topic] = st
+		}
+		st.Quarantined.Files++
+		if info, err := os.Stat(filepath.Join(wal.Dir, walfile.QuarantineDir, n.File)); err == nil {
+			st.Quarantined.Bytes += info.Size()
+		}
+	}
 
 	for _, d := range c.cfg.Datasets {
 		ds := Dataset{Name: d.Name, Topic: d.Topic, Table: d.Table, Dropped: map[string]float64{}, Lag: []PartitionLag{}}
@@ -438,6 +459,7 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 			other.Active.add(st.Active)
 			other.Ready.add(st.Ready)
 			other.Uploaded.add(st.Uploaded)
+			other.Quarantined.add(st.Quarantined)
 		}
 		r.OtherWAL = other
 	}

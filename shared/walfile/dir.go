@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -79,7 +80,7 @@ func SyncDir(dir string) error {
 
 // WriteAtomic writes data to dir/name through a tmp_ file: write, fsync,
 // rename, fsync the directory. A crash leaves either no file or the whole
-// file, and at worst a tmp_ file that RemoveTmp deletes.
+// file, and at worst a tmp_ file that RemoveTmp deletes once it is old.
 func WriteAtomic(dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, TmpPrefix+uuid.NewString()+"_"+name)
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
@@ -115,18 +116,39 @@ func Remove(path string) error {
 	return nil
 }
 
-// RemoveTmp deletes half-written tmp_ files owned by role (the prefix the
-// role gives its tmp names), left by a crash.
+// TmpSafetyAge is the age after which RemoveTmp deletes a tmp_ file. The
+// roles restart one at a time and share the directory: a fresh tmp_ file
+// may be another role's marker or note half-way through WriteAtomic, which
+// takes milliseconds; one older than this was left by a crash.
+const TmpSafetyAge = 10 * time.Minute
+
+// RemoveTmp deletes the half-written tmp_ files that a crash left behind:
+// those last modified more than TmpSafetyAge ago. Younger ones may be in
+// flight in another role and stay.
 func RemoveTmp(dir string) error {
+	return removeTmpBefore(dir, time.Now().Add(-TmpSafetyAge))
+}
+
+func removeTmpBefore(dir string, cutoff time.Time) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("list wal dir: %w", err)
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), TmpPrefix) {
-			if err := Remove(filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
+		if !strings.HasPrefix(e.Name(), TmpPrefix) {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			continue // renamed into place since ReadDir
+		} else if err != nil {
+			return fmt.Errorf("stat %s: %w", e.Name(), err)
+		}
+		if !info.ModTime().Before(cutoff) {
+			continue
+		}
+		if err := Remove(filepath.Join(dir, e.Name())); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -160,10 +182,17 @@ func ReadMarker(dir string, n Name) (Marker, error) {
 		return m, fmt.Errorf("read marker: %w", err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("decode marker %s: %w", n.As(Uploaded), err)
+		return m, fmt.Errorf("decode marker %s: %w: %w", n.As(Uploaded), ErrBadMarker, err)
+	}
+	if m.Object == "" {
+		return m, fmt.Errorf("decode marker %s: %w: no object", n.As(Uploaded), ErrBadMarker)
 	}
 	return m, nil
 }
+
+// ErrBadMarker is a marker whose content is not a marker (empty, not JSON,
+// no object): the ready file is uploaded again, which writes it anew.
+var ErrBadMarker = errors.New("bad uploaded marker")
 
 // Lock is an exclusive advisory lock a role holds on the WAL directory
 // while it runs. The kernel releases it when the process dies.

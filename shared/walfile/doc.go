@@ -13,7 +13,8 @@
 //
 // The committer deletes the ready file and then its uploaded marker after
 // the table append that holds the file succeeded. Names starting with
-// "tmp_" are half-written and never acted upon; any role may remove them.
+// "tmp_" are half-written and never acted upon; RemoveTmp removes those
+// old enough not to be another role's write in flight.
 //
 // The start and end offsets are the first and last Kafka offsets of the
 // rows in the file; the consumer commits the offset after the last record
@@ -24,6 +25,19 @@
 // deletes a ready segment whose offset commit never landed: the note names
 // the object the uploader may already have stored for it, which the
 // uploader deletes after a safety age unless a kept snapshot refers to it.
+//
+// Before the rename to ready_, the consumer writes sum_{uuid}.json
+// (WriteSum): the CRC32C and size of the whole file. The uploader verifies
+// the file against it (Verify) before it uploads; a ready file that fails,
+// cannot be read, or whose name does not parse is moved to the quarantine/
+// subdirectory with a note of its reason and offsets (Quarantine), and no
+// role acts on it again. The committer moves a marker that is empty or not
+// JSON there too, and the uploader then uploads its ready file again.
+//
+// The directory's id, in .wal-id (WALID), names its offset commits in the
+// commit ledger. It is created only while no ready segment or marker is in
+// the directory; missing, empty or garbled otherwise, WALID refuses with an
+// *IDError rather than guess.
 //
 // Each role holds an exclusive lock file (".consumer.lock" and so on) in
 // the directory while it runs, so that a draining role can tell whether the

@@ -1,50 +1,11 @@
 package walfile
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 )
-
-// idFile holds the WAL directory's id.
-const idFile = ".wal-id"
-
-// WALID returns the id of the WAL directory dir, creating it on first use.
-// The id names this directory's offset commits in the commit ledger.
-func WALID(dir string) (string, error) {
-	path := filepath.Join(dir, idFile)
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b)), nil
-	}
-	var raw [8]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", fmt.Errorf("make wal id: %w", err)
-	}
-	id := hex.EncodeToString(raw[:])
-	tmp := filepath.Join(dir, TmpPrefix+"wal-id-"+id)
-	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("write wal id: %w", err)
-	}
-	defer os.Remove(tmp)
-	// Link fails if another role created the id first: then that one holds.
-	if err := os.Link(tmp, path); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("write wal id: %w", err)
-	}
-	if err := SyncDir(dir); err != nil {
-		return "", err
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read wal id: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
 
 // ledgerPrefix starts the metadata of every offset commit the consumer
 // makes.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -107,11 +108,32 @@ func TestListSkipsTmpAndUnknownAndSorts(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("List = %v, want %v", got, want)
 	}
+}
+
+// TestRemoveTmpKeepsAnotherRolesInFlightFile: one role restarting alone
+// must not delete the marker another role is writing this instant, only
+// what a crash left long ago.
+func TestRemoveTmpKeepsAnotherRolesInFlightFile(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "tmp_"+uuid.NewString()+"_uploaded_t_0_1-2_"+uuid.NewString()+".json")
+	fresh := filepath.Join(dir, "tmp_"+uuid.NewString()+"_uploaded_t_0_3-4_"+uuid.NewString()+".json")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * TmpSafetyAge)
+	if err := os.Chtimes(old, long, long); err != nil {
+		t.Fatal(err)
+	}
 	if err := RemoveTmp(dir); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := filepath.Glob(filepath.Join(dir, "tmp_*")); len(m) != 0 {
-		t.Fatalf("tmp files left: %v", m)
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("tmp file left by a crash long ago still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("another role's in-flight tmp file was deleted: %v", err)
 	}
 }
 
