@@ -28,15 +28,16 @@ func main() {
 // arguments after the subcommand's name and returns the exit code.
 func commands() map[string]func(args []string) int {
 	return map[string]func(args []string) int{
-		"run":          runSupervisor,
-		"demo":         runDemo,
-		role.Consumer:  roleCommand(role.Consumer),
-		role.Uploader:  roleCommand(role.Uploader),
-		role.Committer: roleCommand(role.Committer),
-		"wal":          runWAL,
-		"bloom":        runBloom,
-		"status":       runStatus,
-		"bench":        runBench,
+		"run":           runSupervisor,
+		"demo":          runDemo,
+		role.Consumer:   roleCommand(role.Consumer),
+		role.Uploader:   roleCommand(role.Uploader),
+		role.Committer:  roleCommand(role.Committer),
+		role.Maintainer: roleCommand(role.Maintainer),
+		"wal":           runWAL,
+		"bloom":         runBloom,
+		"status":        runStatus,
+		"bench":         runBench,
 	}
 }
 

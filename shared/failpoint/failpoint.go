@@ -33,6 +33,8 @@ const (
 	CommitterAfterAppend    = "committer.after-append"
 	CommitterBetweenDeletes = "committer.between-deletes"
 	CommitterAfterDataset   = "committer.after-dataset"
+	MaintainerAfterExpire   = "maintainer.after-expire"
+	MaintainerAfterManifest = "maintainer.after-manifests"
 )
 
 // Names returns every failpoint name, in record-path order.
@@ -41,6 +43,7 @@ func Names() []string {
 		ConsumerBeforeRename, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery,
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker,
 		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset,
+		MaintainerAfterExpire, MaintainerAfterManifest,
 	}
 }
 
