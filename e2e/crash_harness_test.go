@@ -170,9 +170,9 @@ func (w *world) newInstance(name string, o instanceOptions) *instance {
 	if err := os.MkdirAll(in.walDir, 0o755); err != nil {
 		w.t.Fatal(err)
 	}
-	ports := freePorts(w.t, 4)
+	ports := freePorts(w.t, 5)
 	in.metrics = map[string]string{}
-	for i, r := range []string{"supervisor", "consumer", "uploader", "committer"} {
+	for i, r := range []string{"supervisor", "consumer", "uploader", "committer", "maintainer"} {
 		in.metrics[r] = fmt.Sprintf("127.0.0.1:%d", ports[i])
 	}
 	var b strings.Builder
@@ -187,8 +187,12 @@ catalog:
 	for k, v := range w.catalog {
 		fmt.Fprintf(&b, "  %s: %q\n", k, v)
 	}
-	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q}\ndatasets:\n",
-		in.metrics["supervisor"], in.metrics["consumer"], in.metrics["uploader"], in.metrics["committer"])
+	// The maintainer upkeeps every second and lets snapshots go after
+	// 3 s, so that expiry and manifest rewrites run between the appends
+	// of every crash test, as they do over a month of a real table.
+	fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 3}\n")
+	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q, maintainer: %q}\ndatasets:\n",
+		in.metrics["supervisor"], in.metrics["consumer"], in.metrics["uploader"], in.metrics["committer"], in.metrics["maintainer"])
 	for _, d := range o.datasets {
 		fmt.Fprintf(&b, `  - name: %s
     topic: %s
@@ -207,6 +211,7 @@ catalog:
       partition:
         - {column: tenant, transform: identity}
         - {column: ts, transform: day}
+      properties: {history.expire.max-snapshot-age-ms: "3000", history.expire.min-snapshots-to-keep: "2"}
 `, d.topic, d.topic, d.table, d.topic)
 	}
 	in.cfgPath = filepath.Join(in.dir, "ingestor.yaml")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/icewal/ingestor/shared/failpoint"
+	"github.com/icewal/ingestor/supervisor"
 )
 
 // TestFailpoints crashes `ingestor run` at each failpoint in turn and checks
@@ -75,7 +76,7 @@ func TestFailpoints(t *testing.T) {
 			// The supervisor starts the crashed role again (after its
 			// restart delay); only then is an orderly stop a full one.
 			deadline = time.Now().Add(30 * time.Second)
-			for strings.Count(in.log("run"), `"msg":"role started"`) < 4 {
+			for strings.Count(in.log("run"), `"msg":"role started"`) < len(supervisor.Roles(in.cfg))+1 {
 				if time.Now().After(deadline) {
 					t.Fatal("the crashed role was not started again within 30 s")
 				}
