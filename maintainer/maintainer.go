@@ -62,7 +62,7 @@ func New(cfg *config.Config, opts role.Options) (*Maintainer, error) {
 	}
 	return &Maintainer{
 		cfg:      cfg,
-		log:      opts.Logger.With("role", role.Maintainer),
+		log:      opts.Logger,
 		metrics:  m,
 		interval: cfg.MaintenanceInterval(),
 		now:      time.Now,

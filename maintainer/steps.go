@@ -26,6 +26,10 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 		return
 	}
 	tbl, err := cat.LoadTable(ctx, catalog.ToIdentifier(d.TableIdent()...))
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		log.Debug("no table yet; the committer creates it at its first append")
+		return
+	}
 	if err != nil {
 		// The committer creates a missing table at its first commit; the
 		// maintainer never does.
