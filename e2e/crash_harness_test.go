@@ -187,10 +187,11 @@ catalog:
 	for k, v := range w.catalog {
 		fmt.Fprintf(&b, "  %s: %q\n", k, v)
 	}
-	// The maintainer upkeeps every second and lets snapshots go after
-	// 3 s, so that expiry and manifest rewrites run between the appends
-	// of every crash test, as they do over a month of a real table.
-	fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 3}\n")
+	// The maintainer upkeeps every second, keeps one snapshot older than
+	// 3 s and rewrites the manifests as soon as there are two, so that
+	// expiry and manifest rewrites run between the appends of every crash
+	// test, as they do over a month of a real table.
+	fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 1}\n")
 	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q, maintainer: %q}\ndatasets:\n",
 		in.metrics["supervisor"], in.metrics["consumer"], in.metrics["uploader"], in.metrics["committer"], in.metrics["maintainer"])
 	for _, d := range o.datasets {
@@ -211,7 +212,7 @@ catalog:
       partition:
         - {column: tenant, transform: identity}
         - {column: ts, transform: day}
-      properties: {history.expire.max-snapshot-age-ms: "3000", history.expire.min-snapshots-to-keep: "2"}
+      properties: {history.expire.max-snapshot-age-ms: "3000", history.expire.min-snapshots-to-keep: "1"}
 `, d.topic, d.topic, d.table, d.topic)
 	}
 	in.cfgPath = filepath.Join(in.dir, "ingestor.yaml")
