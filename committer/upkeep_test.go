@@ -64,7 +64,10 @@ func compactAndExpire(t *testing.T, tbl *table.Table) *table.Table {
 // data file (expiry even deleted them): only the ledger property the
 // append set says they are in the table. The restart must add nothing.
 func TestCommitterLandedThenCompactedAndExpired(t *testing.T) {
-	e := newEnv(t, sqliteCatalog(t.TempDir()))
+	testLandedThenCompactedAndExpired(t, newEnv(t, sqliteCatalog(t.TempDir())))
+}
+
+func testLandedThenCompactedAndExpired(t *testing.T, e *env) {
 	wal := e.walDir("wal")
 	// Same day, two Kafka partitions: two files of one table partition.
 	a := e.writeSegment(wal, "clicks", 0, 0, clickRows(1, 5, 1), true)
