@@ -40,6 +40,9 @@ type Maintainer struct {
 	// maxSnapshotAge is DefaultMaxSnapshotAge; tests shorten it, since
 	// iceberg-go's expiry reads the real clock.
 	maxSnapshotAge time.Duration
+	// beforeCommit, when set, runs before each catalog commit; tests use
+	// it to make the committer append at that moment.
+	beforeCommit func(attempt int)
 
 	mu  sync.Mutex
 	cat catalog.Catalog

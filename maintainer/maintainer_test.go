@@ -248,3 +248,40 @@ func TestMaintainerDefaultRetention(t *testing.T) {
 		t.Errorf("%d snapshots after upkeep of an old table, want %d", got, DefaultMinSnapshotsToKeep)
 	}
 }
+
+// The committer appends between the maintainer's staging of an expiry and
+// its commit: the expiry's commit fails its requirement, is staged again
+// on the reloaded table and lands; the append is kept, no row lost or
+// doubled.
+func TestMaintainerRetriesAConflict(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir, map[string]string{
+		table.MaxSnapshotAgeMsKey:   "1",
+		table.MinSnapshotsToKeepKey: "2",
+	})
+	appendRows(t, cfg, 0, 6)
+	time.Sleep(5 * time.Millisecond)
+	m, _ := newMaintainer(t, cfg)
+	var attempts []int
+	m.beforeCommit = func(attempt int) {
+		attempts = append(attempts, attempt)
+		if attempt == 1 && len(attempts) == 1 {
+			appendRows(t, cfg, 6, 1) // the committer, first
+		}
+	}
+	m.pass(context.Background())
+	if !slices.Equal(attempts, []int{1, 2}) {
+		t.Errorf("commit attempts %v, want [1 2]", attempts)
+	}
+	tbl := loadTable(t, cfg)
+	if got := len(tbl.Metadata().Snapshots()); got != 2 {
+		t.Errorf("%d snapshots after the retried expiry, want 2", got)
+	}
+	want := []int64{0, 1, 2, 3, 4, 5, 6}
+	if got := ids(t, tbl); !slices.Equal(got, want) {
+		t.Errorf("ids %v, want %v", got, want)
+	}
+	if got := testutil.ToFloat64(m.metrics.failures.WithLabelValues("events", stepExpire)); got != 0 {
+		t.Errorf("expire failures %v, want 0", got)
+	}
+}

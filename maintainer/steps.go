@@ -82,6 +82,9 @@ func (m *Maintainer) retry(ctx context.Context, cat catalog.Catalog, tbl *table.
 		if !staged {
 			return tbl, nil
 		}
+		if m.beforeCommit != nil {
+			m.beforeCommit(attempt)
+		}
 		next, err := tx.Commit(ctx)
 		if err == nil {
 			return next, nil
