@@ -188,10 +188,11 @@ catalog:
 		fmt.Fprintf(&b, "  %s: %q\n", k, v)
 	}
 	// The maintainer upkeeps every second, keeps one snapshot older than
-	// 3 s and rewrites the manifests as soon as there are two, so that
-	// expiry and manifest rewrites run between the appends of every crash
+	// 3 s, rewrites the manifests as soon as there are two and compacts
+	// two small files of a size level, so that expiry, manifest rewrites
+	// and compaction run between the appends of every crash
 	// test, as they do over a month of a real table.
-	fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 1}\n")
+	fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 1, compactionFanIn: 2}\n")
 	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q, maintainer: %q}\ndatasets:\n",
 		in.metrics["supervisor"], in.metrics["consumer"], in.metrics["uploader"], in.metrics["committer"], in.metrics["maintainer"])
 	for _, d := range o.datasets {

@@ -19,20 +19,27 @@
 //   - merges manifests (Transaction.RewriteManifests) once the current
 //     snapshot holds more than maintenance.maxManifests data manifests,
 //     for tables that do not merge them at each append. Metadata only.
+//   - compacts small files per partition and size level (compact.go):
+//     maintenance.compactionFanIn files of one level merge into one a
+//     level up, so a
+//     byte is rewritten once per level, not at every merge. The rewrite
+//     (Transaction.RewriteDataFiles) reads each file once, writes the rows
+//     with the table's schema and write properties, and commits a replace
+//     snapshot that changes no row.
 //
 // Old metadata.json versions are not the maintainer's job: the tables the
 // ingestor creates carry write.metadata.delete-after-commit.enabled and
 // write.metadata.previous-versions-max (tables.UpkeepProperties), which
 // iceberg-go applies at every commit, the committer's included.
 //
-// Ingest comes first. Both steps are catalog commits of their own with
+// Ingest comes first. The steps are catalog commits of their own with
 // optimistic concurrency: when the committer appended in between, the
 // step's commit fails its requirement, nothing is written, and the step is
 // redone on the reloaded table a few times, else left to the next pass.
 // The committer's append, for its part, retries a conflict at once on the
-// reloaded table, and the maintainer commits at most twice per table per
+// reloaded table, and the maintainer commits at most three times per table per
 // interval: an append never waits for upkeep, and a conflict costs it one
-// reload. Neither step adds or removes a row, so nothing can be lost or
+// reload. No step adds or removes a row, so nothing can be lost or
 // doubled by a conflict.
 //
 // Exactly once. After expiry, the snapshot summaries that named a
@@ -43,12 +50,14 @@
 // committer's restart that the segment is in the table.
 //
 // Crashes. A step is one commit: dying before it leaves the table as it
-// was, dying after it (failpoints maintainer.after-expire and
-// maintainer.after-manifests) leaves the step done, and dying during the
-// deletion of expired files leaves some objects that no metadata refers
-// to, which only cost storage. The next start does the next pass.
+// was (a compaction's written files become orphans, which only cost
+// storage), dying after it (failpoints maintainer.after-expire,
+// maintainer.after-manifests, maintainer.after-compact) leaves the step
+// done, and dying during the deletion of expired files leaves some
+// objects that no metadata refers to. The next start does the next pass.
 //
 // Several pods. Each pod's maintainer upkeeps every dataset's table; the
-// steps are idempotent and commit with optimistic concurrency, so two
-// maintainers on one table cost a retried commit, never a wrong table.
+// steps commit with optimistic concurrency, so two maintainers on one
+// table cost a retried commit (and, for compaction, wasted work and
+// orphaned files), never a wrong table. A lease per table is not built.
 package maintainer

@@ -164,6 +164,8 @@ func TestMaintainerExpiresAndMergesManifests(t *testing.T) {
 		table.MaxSnapshotAgeMsKey:     "1",
 		table.MinSnapshotsToKeepKey:   "3",
 		table.ManifestMergeEnabledKey: "false",
+		// No file is small: this test is about metadata only.
+		table.WriteTargetFileSizeBytesKey: "1",
 	})
 	cfg.Maintenance.MaxManifests = 5
 	const n = 30
@@ -234,7 +236,7 @@ func TestMaintainerExpiresAndMergesManifests(t *testing.T) {
 // real clock), the newest DefaultMinSnapshotsToKeep stay.
 func TestMaintainerDefaultRetention(t *testing.T) {
 	dir := t.TempDir()
-	cfg := testConfig(dir, nil)
+	cfg := testConfig(dir, map[string]string{table.WriteTargetFileSizeBytesKey: "1"})
 	appendRows(t, cfg, 0, 12)
 	m, _ := newMaintainer(t, cfg)
 	m.pass(context.Background())
@@ -283,5 +285,62 @@ func TestMaintainerRetriesAConflict(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.metrics.failures.WithLabelValues("events", stepExpire)); got != 0 {
 		t.Errorf("expire failures %v, want 0", got)
+	}
+}
+
+// Twenty tiny files, one per append, in one partition: a pass merges them
+// into one file of the same rows (a rewrite, no row changed), counts the
+// bytes it rewrote, and the next pass leaves the merged file alone.
+func TestMaintainerCompactsSmallFiles(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir, nil)
+	const n = 20
+	appendRows(t, cfg, 0, n)
+	m, _ := newMaintainer(t, cfg)
+	m.pass(context.Background())
+	tbl := loadTable(t, cfg)
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 1 {
+		t.Errorf("%d data files after compaction, want 1", len(tasks))
+	}
+	want := make([]int64, n)
+	for i := range want {
+		want[i] = int64(i)
+	}
+	if got := ids(t, tbl); !slices.Equal(got, want) {
+		t.Errorf("ids after compaction %v, want %v", got, want)
+	}
+	if op := tbl.CurrentSnapshot().Summary.Operation; op != table.OpReplace {
+		t.Errorf("compaction snapshot operation %q, want %q", op, table.OpReplace)
+	}
+	if got := testutil.ToFloat64(m.metrics.rewrittenFiles.WithLabelValues("events")); got != n {
+		t.Errorf("files rewritten %v, want %d", got, n)
+	}
+	if got := testutil.ToFloat64(m.metrics.rewrittenBytes.WithLabelValues("events")); got <= 0 {
+		t.Errorf("bytes rewritten %v, want > 0", got)
+	}
+	snap := tbl.CurrentSnapshot().SnapshotID
+	m.pass(context.Background())
+	if got := loadTable(t, cfg).CurrentSnapshot().SnapshotID; got != snap {
+		t.Errorf("a second pass rewrote the merged file again (snapshot %d, was %d)", got, snap)
+	}
+}
+
+// Files merge only with files of their own size level.
+func TestLevel(t *testing.T) {
+	const target = 128 << 20
+	for _, tc := range []struct {
+		size int64
+		want int
+	}{
+		{target / 2, 0}, {target / 4, 0}, {target / 9, 0},
+		{target / 17, 1}, {15 << 10, 4}, {100, 6}, {0, 8},
+	} {
+		if got := level(tc.size, target, 8); got != tc.want {
+			t.Errorf("level(%d) = %d, want %d", tc.size, got, tc.want)
+		}
 	}
 }

@@ -25,6 +25,7 @@ const (
 	DefaultMemoryBudgetBytes           = 512 << 20
 	DefaultMaintenanceIntervalSeconds  = 60
 	DefaultMaintenanceMaxManifests     = 100
+	DefaultMaintenanceCompactionFanIn  = 8
 )
 
 // Config is the whole configuration file.
@@ -48,6 +49,9 @@ type Maintenance struct {
 	// MaxManifests rewrites the current snapshot's manifests once it holds
 	// more data manifests than this.
 	MaxManifests int `yaml:"maxManifests"`
+	// CompactionFanIn is how many small files of one size level and
+	// partition merge into one, at least 2.
+	CompactionFanIn int `yaml:"compactionFanIn"`
 }
 
 // MaintenanceInterval returns maintenance.intervalSeconds as a duration.
@@ -284,6 +288,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Maintenance.MaxManifests == 0 {
 		c.Maintenance.MaxManifests = DefaultMaintenanceMaxManifests
+	}
+	if c.Maintenance.CompactionFanIn == 0 {
+		c.Maintenance.CompactionFanIn = DefaultMaintenanceCompactionFanIn
 	}
 	for i := range c.Datasets {
 		d := &c.Datasets[i]

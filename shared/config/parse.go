@@ -217,6 +217,9 @@ func (c *Config) Validate() error {
 	if c.Maintenance.IntervalSeconds < 0 {
 		bad("maintenance.intervalSeconds", "must be positive, got %v", c.Maintenance.IntervalSeconds)
 	}
+	if c.Maintenance.CompactionFanIn < 0 || c.Maintenance.CompactionFanIn == 1 {
+		bad("maintenance.compactionFanIn", "must be at least 2, got %v", c.Maintenance.CompactionFanIn)
+	}
 	if c.Maintenance.MaxManifests < 0 {
 		bad("maintenance.maxManifests", "must be positive, got %v", c.Maintenance.MaxManifests)
 	}

@@ -65,6 +65,7 @@
 //
 //	maintainer.after-expire     the expiry is committed and its unreferenced files deleted
 //	maintainer.after-manifests  the manifest rewrite is committed
+//	maintainer.after-compact    the compaction's rewrite is committed
 //
 // Names lists them; the e2e test crashes the binary at each in turn.
 package failpoint

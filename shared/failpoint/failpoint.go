@@ -35,6 +35,7 @@ const (
 	CommitterAfterDataset   = "committer.after-dataset"
 	MaintainerAfterExpire   = "maintainer.after-expire"
 	MaintainerAfterManifest = "maintainer.after-manifests"
+	MaintainerAfterCompact  = "maintainer.after-compact"
 )
 
 // Names returns every failpoint name, in record-path order.
@@ -43,7 +44,7 @@ func Names() []string {
 		ConsumerBeforeRename, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery,
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker,
 		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset,
-		MaintainerAfterExpire, MaintainerAfterManifest,
+		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,
 	}
 }
 
