@@ -50,10 +50,12 @@ func (p *passState) note(cfg *config.Config, dataset, step string, at time.Time,
 // error, kept after later successes with its time.
 func (m *Maintainer) Status() map[string]any {
 	gauges := map[string]map[string]float64{
-		"snapshots":      pmetrics.SumBy(pmetrics.Read(m.metrics.snapshots), "dataset"),
-		"metadata_bytes": pmetrics.SumBy(pmetrics.Read(m.metrics.metadataBytes), "dataset"),
-		"manifests":      pmetrics.SumBy(pmetrics.Read(m.metrics.manifests), "dataset"),
-		"data_files":     pmetrics.SumBy(pmetrics.Read(m.metrics.dataFiles), "dataset"),
+		"snapshots":       pmetrics.SumBy(pmetrics.Read(m.metrics.snapshots), "dataset"),
+		"metadata_bytes":  pmetrics.SumBy(pmetrics.Read(m.metrics.metadataBytes), "dataset"),
+		"manifests":       pmetrics.SumBy(pmetrics.Read(m.metrics.manifests), "dataset"),
+		"data_files":      pmetrics.SumBy(pmetrics.Read(m.metrics.dataFiles), "dataset"),
+		"small_files":     pmetrics.SumBy(pmetrics.Read(m.metrics.smallFiles), "dataset"),
+		"rewritten_bytes": pmetrics.SumBy(pmetrics.Read(m.metrics.rewrittenBytes), "dataset"),
 	}
 	expired := pmetrics.SumBy(pmetrics.Read(m.metrics.expired), "dataset")
 	m.state.mu.Lock()

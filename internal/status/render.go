@@ -179,8 +179,12 @@ func renderDataset(w io.Writer, r *Report, d Dataset) {
 		if u.MetadataBytes != nil {
 			meta = size(int64(*u.MetadataBytes))
 		}
-		fmt.Fprintf(w, "  table      %s snapshots   metadata.json %s   %s manifests   %s data files   %s expired\n",
-			optNum(u.Snapshots), meta, optNum(u.Manifests), optNum(u.DataFiles), optNum(u.SnapshotsExpired))
+		rewritten := unknown
+		if u.RewrittenBytes != nil {
+			rewritten = size(int64(*u.RewrittenBytes))
+		}
+		fmt.Fprintf(w, "  table      %s snapshots   metadata.json %s   %s manifests   %s data files (%s small)   %s expired   %s rewritten\n",
+			optNum(u.Snapshots), meta, optNum(u.Manifests), optNum(u.DataFiles), optNum(u.SmallFiles), optNum(u.SnapshotsExpired), rewritten)
 		for _, st := range sortedKeys(u.StepFailures) {
 			fmt.Fprintf(w, "             upkeep step %s failed %s times\n", st, num(u.StepFailures[st]))
 		}

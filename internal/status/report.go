@@ -135,6 +135,12 @@ type Upkeep struct {
 	// SnapshotsExpired counts the snapshots expired since the maintainer
 	// started.
 	SnapshotsExpired *float64 `json:"snapshots_expired"`
+	// SmallFiles is the number of files under half the target size that
+	// wait for compaction.
+	SmallFiles *float64 `json:"small_files"`
+	// RewrittenBytes counts the bytes compaction rewrote since the
+	// maintainer started: the write amplification's numerator.
+	RewrittenBytes *float64 `json:"rewritten_bytes"`
 	// StepFailures counts the failed upkeep steps since the maintainer
 	// started, by step.
 	StepFailures map[string]float64 `json:"step_failures"`
@@ -459,12 +465,14 @@ func upkeepView(mnt *probe, match map[string]string) *Upkeep {
 		"ingestor_maintainer_manifests":               &u.Manifests,
 		"ingestor_maintainer_data_files":              &u.DataFiles,
 		"ingestor_maintainer_snapshots_expired_total": &u.SnapshotsExpired,
+		"ingestor_maintainer_small_files":             &u.SmallFiles,
+		"ingestor_maintainer_rewritten_bytes_total":   &u.RewrittenBytes,
 	} {
 		if v, ok := mnt.metrics.sum(name, match); ok {
 			*dst = ptr(v)
 		}
 	}
-	for _, st := range []string{"load", "expire", "manifests"} {
+	for _, st := range []string{"load", "expire", "manifests", "compact"} {
 		if v, ok := mnt.metrics.sum("ingestor_maintainer_step_failures_total", map[string]string{"dataset": match["dataset"], "step": st}); ok && v > 0 {
 			u.StepFailures[st] = v
 		}
