@@ -134,6 +134,8 @@ type instanceOptions struct {
 	maxFileAgeMinutes float64
 	maxFileSizeBytes  int64
 	commitInterval    float64
+	// compactionFanIn is maintenance.compactionFanIn; 0 leaves compaction off.
+	compactionFanIn int
 	// env is added to the environment of every process of the instance.
 	env []string
 }
@@ -188,11 +190,11 @@ catalog:
 		fmt.Fprintf(&b, "  %s: %q\n", k, v)
 	}
 	// The maintainer upkeeps every second, keeps one snapshot older than
-	// 3 s, rewrites the manifests as soon as there are two and compacts
-	// two small files of a size level, so that expiry, manifest rewrites
-	// and compaction run between the appends of every crash
-	// test, as they do over a month of a real table.
-	fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 1, compactionFanIn: 2}\n")
+	// 3 s and rewrites the manifests as soon as there are two, so that
+	// expiry and manifest rewrites run between the appends of every crash
+	// test, as they do over a month of a real table. Compaction runs
+	// where the test asks for it.
+	fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 1, compactionFanIn: %d}\n", o.compactionFanIn)
 	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q, maintainer: %q}\ndatasets:\n",
 		in.metrics["supervisor"], in.metrics["consumer"], in.metrics["uploader"], in.metrics["committer"], in.metrics["maintainer"])
 	for _, d := range o.datasets {

@@ -46,7 +46,11 @@ func TestFailpoints(t *testing.T) {
 			if name == failpoint.ConsumerDuringRecovery {
 				spec += "," + failpoint.ConsumerAfterRename + "=1@" + marker + ".after-rename"
 			}
-			in := w.newInstance("fp-"+name, instanceOptions{datasets: ds, env: []string{failpoint.EnvVar + "=" + spec}})
+			o := instanceOptions{datasets: ds, env: []string{failpoint.EnvVar + "=" + spec}}
+			if name == failpoint.MaintainerAfterCompact {
+				o.compactionFanIn = 2 // compaction is off by default
+			}
+			in := w.newInstance("fp-"+name, o)
 			defer in.dumpLogs()
 			for _, d := range ds {
 				if err := w.produce(ctx, d.topic, 0, before, 0, at); err != nil {

@@ -35,7 +35,7 @@ func targetFileSize(tbl *table.Table) int64 {
 }
 
 // level is an LSM level of a small file: 0 for files between half the
-// target and that over fanIn (maintenance.compactionFanIn, 8), one more for
+// target and that over fanIn (maintenance.compactionFanIn), one more for
 // each further factor of fanIn below. Files merge only with files of their own level, so a byte is
 // rewritten about once per level (log8 of half the target over the WAL
 // segment size: 4 for 15 KB segments and a 128 MiB target) instead of at
@@ -55,15 +55,15 @@ func level(size, target int64, fanIn int) int {
 // It stages nothing while no partition has fanIn files of one level.
 func (m *Maintainer) stageCompaction(ctx context.Context, tbl *table.Table, tx *table.Transaction) (compactionPlan, error) {
 	var p compactionPlan
-	if tbl.CurrentSnapshot() == nil {
-		return p, nil
+	fanIn := m.cfg.Maintenance.CompactionFanIn
+	if fanIn < 2 || tbl.CurrentSnapshot() == nil {
+		return p, nil // compaction off (the default), or nothing to compact
 	}
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
 		return p, fmt.Errorf("plan files: %w", err)
 	}
 	target := targetFileSize(tbl)
-	fanIn := max(m.cfg.Maintenance.CompactionFanIn, 2)
 	byLevel := map[int][]table.FileScanTask{}
 	for _, t := range tasks {
 		size := t.File.FileSizeBytes()

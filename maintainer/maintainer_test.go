@@ -294,6 +294,7 @@ func TestMaintainerRetriesAConflict(t *testing.T) {
 func TestMaintainerCompactsSmallFiles(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(dir, nil)
+	cfg.Maintenance.CompactionFanIn = 8
 	const n = 20
 	appendRows(t, cfg, 0, n)
 	m, _ := newMaintainer(t, cfg)

@@ -25,7 +25,6 @@ const (
 	DefaultMemoryBudgetBytes           = 512 << 20
 	DefaultMaintenanceIntervalSeconds  = 60
 	DefaultMaintenanceMaxManifests     = 100
-	DefaultMaintenanceCompactionFanIn  = 8
 )
 
 // Config is the whole configuration file.
@@ -50,7 +49,8 @@ type Maintenance struct {
 	// more data manifests than this.
 	MaxManifests int `yaml:"maxManifests"`
 	// CompactionFanIn is how many small files of one size level and
-	// partition merge into one, at least 2.
+	// partition merge into one, at least 2; 0, the default, leaves
+	// compaction off.
 	CompactionFanIn int `yaml:"compactionFanIn"`
 }
 
@@ -288,9 +288,6 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Maintenance.MaxManifests == 0 {
 		c.Maintenance.MaxManifests = DefaultMaintenanceMaxManifests
-	}
-	if c.Maintenance.CompactionFanIn == 0 {
-		c.Maintenance.CompactionFanIn = DefaultMaintenanceCompactionFanIn
 	}
 	for i := range c.Datasets {
 		d := &c.Datasets[i]
