@@ -47,8 +47,13 @@ func TestFailpoints(t *testing.T) {
 				spec += "," + failpoint.ConsumerAfterRename + "=1@" + marker + ".after-rename"
 			}
 			o := instanceOptions{datasets: ds, env: []string{failpoint.EnvVar + "=" + spec}}
-			if name == failpoint.MaintainerAfterCompact {
-				o.compactionFanIn = 2 // compaction is off by default
+			// The maintainer's own points need it busy, and the crash
+			// right after an append is the one that must survive upkeep.
+			switch name {
+			case failpoint.MaintainerAfterExpire, failpoint.MaintainerAfterManifest, failpoint.CommitterAfterAppend:
+				o.upkeep = true
+			case failpoint.MaintainerAfterCompact:
+				o.upkeep, o.compactionFanIn = true, 2 // compaction is off by default
 			}
 			in := w.newInstance("fp-"+name, o)
 			defer in.dumpLogs()
