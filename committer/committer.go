@@ -399,6 +399,15 @@ func (c *Committer) append(ctx context.Context, d config.Dataset, tbl *table.Tab
 		ids[i] = s.ready.UUID
 	}
 	tx := tbl.NewTransaction()
+	// The ledger property goes in the same commit as the files: a crash
+	// right after the commit finds both, one before finds neither.
+	ledger, err := c.ledger(tbl, d.Topic, ids)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNotCommitted, err)
+	}
+	if err := tx.SetProperties(ledger); err != nil {
+		return nil, fmt.Errorf("%w: set ledger property: %w", errNotCommitted, err)
+	}
 	// The duplicate check of AddDataFiles reads every manifest of the
 	// table; SegmentsInTable is the exact and cheap check instead.
 	if err := tx.AddDataFiles(ctx, files, tables.SnapshotProperties(d.Name, ids), table.WithoutDuplicateCheck()); err != nil {

@@ -80,3 +80,14 @@ func TestCommitterPostgresOutage(t *testing.T) {
 		t.Errorf("clicks ids %v, want %v", got, want)
 	}
 }
+
+// Exactly once across upkeep by another engine, on a PostgreSQL catalog.
+func TestCommitterPostgresLandedThenCompactedAndExpired(t *testing.T) {
+	pg, err := devenv.StartPostgres(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatalf("start postgres: %v", err)
+	}
+	t.Cleanup(func() { pg.Stop() })
+	warehouse := "file://" + filepath.Join(t.TempDir(), "warehouse")
+	testLandedThenCompactedAndExpired(t, newEnv(t, config.Catalog{Name: "pg", Properties: pg.CatalogProperties(warehouse)}))
+}

@@ -33,10 +33,11 @@ const healthPath = "/healthz"
 // subcommands maps the first argument of an ingestor container to the
 // processes it runs, each with its own metrics endpoint.
 var subcommands = map[string][]string{
-	"run":          {metrics.Supervisor, role.Consumer, role.Uploader, role.Committer},
-	role.Consumer:  {role.Consumer},
-	role.Uploader:  {role.Uploader},
-	role.Committer: {role.Committer},
+	"run":           {metrics.Supervisor, role.Consumer, role.Uploader, role.Committer, role.Maintainer},
+	role.Consumer:   {role.Consumer},
+	role.Uploader:   {role.Uploader},
+	role.Committer:  {role.Committer},
+	role.Maintainer: {role.Maintainer},
 }
 
 // TestManifestsDecodeStrictly decodes every document under kubernetes/ into

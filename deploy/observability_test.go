@@ -554,7 +554,7 @@ func dashboardMetrics(t *testing.T, d dashboard, defined map[string]bool) map[st
 // since the dashboard and alerts are written against that convention:
 // ingestor_<role>_<noun>_<unit>, _total on counters only.
 func TestMetricNamesFollowTheConvention(t *testing.T) {
-	roles := []string{"supervisor", "consumer", "uploader", "committer", "process"}
+	roles := []string{"supervisor", "consumer", "uploader", "committer", "maintainer", "process"}
 	n := 0
 	for name, info := range registeredMetrics(t) {
 		if !strings.HasPrefix(name, "ingestor_") {

@@ -134,6 +134,11 @@ type instanceOptions struct {
 	maxFileAgeMinutes float64
 	maxFileSizeBytes  int64
 	commitInterval    float64
+	// upkeep makes the maintainer work as soon as there is work (see
+	// newInstance); without it the maintainer runs with its defaults.
+	upkeep bool
+	// compactionFanIn is maintenance.compactionFanIn; 0 leaves compaction off.
+	compactionFanIn int
 	// env is added to the environment of every process of the instance.
 	env []string
 }
@@ -170,9 +175,9 @@ func (w *world) newInstance(name string, o instanceOptions) *instance {
 	if err := os.MkdirAll(in.walDir, 0o755); err != nil {
 		w.t.Fatal(err)
 	}
-	ports := freePorts(w.t, 4)
+	ports := freePorts(w.t, 5)
 	in.metrics = map[string]string{}
-	for i, r := range []string{"supervisor", "consumer", "uploader", "committer"} {
+	for i, r := range []string{"supervisor", "consumer", "uploader", "committer", "maintainer"} {
 		in.metrics[r] = fmt.Sprintf("127.0.0.1:%d", ports[i])
 	}
 	var b strings.Builder
@@ -187,8 +192,18 @@ catalog:
 	for k, v := range w.catalog {
 		fmt.Fprintf(&b, "  %s: %q\n", k, v)
 	}
-	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q}\ndatasets:\n",
-		in.metrics["supervisor"], in.metrics["consumer"], in.metrics["uploader"], in.metrics["committer"])
+	// With upkeep, the maintainer upkeeps every second, keeps one
+	// snapshot older than 3 s and rewrites the manifests as soon as there
+	// are two, so that expiry and manifest rewrites run between the
+	// appends of the test, as they do over a month of a real table.
+	upkeepProps := ""
+	if o.upkeep {
+		fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 1, compactionFanIn: %d}\n", o.compactionFanIn)
+		upkeepProps = `      properties: {history.expire.max-snapshot-age-ms: "3000", history.expire.min-snapshots-to-keep: "1"}
+`
+	}
+	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q, maintainer: %q}\ndatasets:\n",
+		in.metrics["supervisor"], in.metrics["consumer"], in.metrics["uploader"], in.metrics["committer"], in.metrics["maintainer"])
 	for _, d := range o.datasets {
 		fmt.Fprintf(&b, `  - name: %s
     topic: %s
@@ -207,7 +222,7 @@ catalog:
       partition:
         - {column: tenant, transform: identity}
         - {column: ts, transform: day}
-`, d.topic, d.topic, d.table, d.topic)
+%s`, d.topic, d.topic, d.table, d.topic, upkeepProps)
 	}
 	in.cfgPath = filepath.Join(in.dir, "ingestor.yaml")
 	if err := os.WriteFile(in.cfgPath, []byte(b.String()), 0o644); err != nil {

@@ -30,8 +30,8 @@ func (e *env) peer(name string, edit func(string) string) *peer {
 	}
 	in := &peer{walDir: filepath.Join(e.dir, "wal-"+name), metrics: map[string]string{}}
 	doc := strings.Replace(string(b), fmt.Sprintf("dir: %q", e.walDir), fmt.Sprintf("dir: %q", in.walDir), 1)
-	ports := freePorts(e.t, 4)
-	for i, r := range []string{"supervisor", "consumer", "uploader", "committer"} {
+	ports := freePorts(e.t, 5)
+	for i, r := range []string{"supervisor", "consumer", "uploader", "committer", "maintainer"} {
 		in.metrics[r] = fmt.Sprintf("127.0.0.1:%d", ports[i])
 		doc = strings.Replace(doc, fmt.Sprintf("%q", e.metrics[r]), fmt.Sprintf("%q", in.metrics[r]), 1)
 	}

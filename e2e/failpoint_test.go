@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/icewal/ingestor/shared/failpoint"
+	"github.com/icewal/ingestor/supervisor"
 )
 
 // TestFailpoints crashes `ingestor run` at each failpoint in turn and checks
@@ -45,7 +46,16 @@ func TestFailpoints(t *testing.T) {
 			if name == failpoint.ConsumerDuringRecovery {
 				spec += "," + failpoint.ConsumerAfterRename + "=1@" + marker + ".after-rename"
 			}
-			in := w.newInstance("fp-"+name, instanceOptions{datasets: ds, env: []string{failpoint.EnvVar + "=" + spec}})
+			o := instanceOptions{datasets: ds, env: []string{failpoint.EnvVar + "=" + spec}}
+			// The maintainer's own points need it busy, and the crash
+			// right after an append is the one that must survive upkeep.
+			switch name {
+			case failpoint.MaintainerAfterExpire, failpoint.MaintainerAfterManifest, failpoint.CommitterAfterAppend:
+				o.upkeep = true
+			case failpoint.MaintainerAfterCompact:
+				o.upkeep, o.compactionFanIn = true, 2 // compaction is off by default
+			}
+			in := w.newInstance("fp-"+name, o)
 			defer in.dumpLogs()
 			for _, d := range ds {
 				if err := w.produce(ctx, d.topic, 0, before, 0, at); err != nil {
@@ -75,7 +85,7 @@ func TestFailpoints(t *testing.T) {
 			// The supervisor starts the crashed role again (after its
 			// restart delay); only then is an orderly stop a full one.
 			deadline = time.Now().Add(30 * time.Second)
-			for strings.Count(in.log("run"), `"msg":"role started"`) < 4 {
+			for strings.Count(in.log("run"), `"msg":"role started"`) < len(supervisor.Roles(in.cfg))+1 {
 				if time.Now().After(deadline) {
 					t.Fatal("the crashed role was not started again within 30 s")
 				}

@@ -146,12 +146,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 		e.genOpts = append(e.genOpts, kgo.SASL(scram.Auth{User: o.kafkaSASL.User, Pass: o.kafkaSASL.Password}.AsSha512Mechanism()))
 	}
 
-	ports := freePorts(t, 4)
+	ports := freePorts(t, 5)
 	e.metrics = map[string]string{
 		"supervisor": fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		"consumer":   fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"uploader":   fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		"committer":  fmt.Sprintf("127.0.0.1:%d", ports[3]),
+		"maintainer": fmt.Sprintf("127.0.0.1:%d", ports[4]),
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `ingestion:
@@ -167,9 +168,9 @@ catalog:
 	}
 	fmt.Fprintf(&b, `metrics:
   address: %q
-  roles: {consumer: %q, uploader: %q, committer: %q}
+  roles: {consumer: %q, uploader: %q, committer: %q, maintainer: %q}
 datasets:
-`, e.metrics["supervisor"], e.metrics["consumer"], e.metrics["uploader"], e.metrics["committer"])
+`, e.metrics["supervisor"], e.metrics["consumer"], e.metrics["uploader"], e.metrics["committer"], e.metrics["maintainer"])
 	b.WriteString(devenv.ClicksDataset(e.topic))
 	e.cfgPath = filepath.Join(dir, "ingestor.yaml")
 	if err := os.WriteFile(e.cfgPath, []byte(b.String()), 0o644); err != nil {

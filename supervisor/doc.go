@@ -1,6 +1,7 @@
 // Package supervisor runs the three roles of the record path (consumer,
-// uploader, committer) as child processes of one ingestor process, keeps
-// them running, and stops them in order.
+// uploader, committer), and the maintainer unless maintenance.enabled is
+// false (Roles), as child processes of one ingestor process, keeps them
+// running, and stops them in order.
 //
 // # Children
 //

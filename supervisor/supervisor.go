@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,13 +73,14 @@ func New(cfg *config.Config, configPath string, opts Options) (*Supervisor, erro
 			return exec.Command(exe, roleName, "--config", configPath)
 		}
 	}
-	m, err := newMetrics(opts.Registerer, role.All)
+	roles := Roles(cfg)
+	m, err := newMetrics(opts.Registerer, roles)
 	if err != nil {
 		return nil, err
 	}
 	return &Supervisor{
 		cfg:   cfg,
-		roles: role.All,
+		roles: roles,
 		opts:  opts,
 		log:   opts.Logger,
 		pluginLog: hclog.New(&hclog.LoggerOptions{
@@ -217,4 +219,16 @@ func (s *Supervisor) setChild(roleName string, c *child) {
 	}
 	s.children[roleName] = c
 	s.metrics.up.WithLabelValues(roleName).Set(1)
+}
+
+// Roles returns the children the supervisor runs for cfg: the roles of the
+// record path, and the maintainer unless maintenance.enabled is false.
+// The maintainer holds no local state and drains at once, side by side
+// with the others.
+func Roles(cfg *config.Config) []string {
+	roles := slices.Clone(role.All)
+	if cfg.Maintenance.Enabled {
+		roles = append(roles, role.Maintainer)
+	}
+	return roles
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -348,4 +349,18 @@ func TestKilledSupervisorLeavesNoOrphans(t *testing.T) {
 	}
 	_ = sup.Wait()
 	waitGone(t, pids, 5*time.Second)
+}
+
+// The maintainer is a child of the supervisor unless maintenance.enabled
+// is false; the record-path roles always are.
+func TestRolesMaintainer(t *testing.T) {
+	cfg := testConfig(t.TempDir(), time.Second)
+	cfg.Maintenance.Enabled = true
+	if got, want := Roles(cfg), append(slices.Clone(role.All), role.Maintainer); !slices.Equal(got, want) {
+		t.Errorf("roles with maintenance enabled %v, want %v", got, want)
+	}
+	cfg.Maintenance.Enabled = false
+	if got := Roles(cfg); !slices.Equal(got, role.All) {
+		t.Errorf("roles with maintenance disabled %v, want %v", got, role.All)
+	}
 }

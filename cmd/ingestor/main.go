@@ -38,16 +38,17 @@ type command struct {
 // commands maps each subcommand's name to it.
 func commands() map[string]command {
 	return map[string]command{
-		"run":          {runSupervisor, "the supervisor: runs the consumer, uploader and committer as child processes"},
-		"demo":         {runDemo, "a local broker, catalog and storage with generated events: what `make run` starts"},
-		role.Consumer:  {roleCommand(role.Consumer), "one role alone: Kafka to the WAL directory (or the supervisor's child)"},
-		role.Uploader:  {roleCommand(role.Uploader), "one role alone: ready WAL files to the object store"},
-		role.Committer: {roleCommand(role.Committer), "one role alone: uploaded files into the Iceberg tables"},
-		"wal":          {runWAL, "list the WAL directory (wal ls) or look into one file (wal inspect)"},
-		"bloom":        {runBloom, "ask a bloom sidecar whether a data file may hold a value (bloom test)"},
-		"status":       {runStatus, "what the running ingestor does: processes, volume, lag, uploads, commits"},
-		"bench":        {runBench, "the whole record path against a local broker and Azurite, scored"},
-		"version":      {runVersion, "the version, the commit, and the Go and library versions built in"},
+		"run":           {runSupervisor, "the supervisor: runs the consumer, uploader, committer and maintainer as child processes"},
+		"demo":          {runDemo, "a local broker, catalog and storage with generated events: what `make run` starts"},
+		role.Consumer:   {roleCommand(role.Consumer), "one role alone: Kafka to the WAL directory (or the supervisor's child)"},
+		role.Uploader:   {roleCommand(role.Uploader), "one role alone: ready WAL files to the object store"},
+		role.Committer:  {roleCommand(role.Committer), "one role alone: uploaded files into the Iceberg tables"},
+		role.Maintainer: {roleCommand(role.Maintainer), "one role alone: table upkeep (snapshot expiry, manifest merging, compaction)"},
+		"wal":           {runWAL, "list the WAL directory (wal ls) or look into one file (wal inspect)"},
+		"bloom":         {runBloom, "ask a bloom sidecar whether a data file may hold a value (bloom test)"},
+		"status":        {runStatus, "what the running ingestor does: processes, volume, lag, uploads, commits"},
+		"bench":         {runBench, "the whole record path against a local broker and Azurite, scored"},
+		"version":       {runVersion, "the version, the commit, and the Go and library versions built in"},
 	}
 }
 

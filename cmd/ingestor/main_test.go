@@ -48,7 +48,7 @@ var everySubcommand = []string{
 	"usage: ingestor <subcommand>",
 	"  bench ", "  bloom ", "  committer ", "  consumer ", "  demo ", "  run ",
 	"  status ", "  uploader ", "  version ", "  wal ",
-	"the supervisor: runs the consumer, uploader and committer",
+	"the supervisor: runs the consumer, uploader, committer and maintainer",
 	"'ingestor <subcommand> --help'",
 }
 

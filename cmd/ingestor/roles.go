@@ -6,6 +6,7 @@ import (
 
 	"github.com/icewal/ingestor/committer"
 	"github.com/icewal/ingestor/consumer"
+	"github.com/icewal/ingestor/maintainer"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/uploader"
@@ -38,6 +39,12 @@ func newRole(name string, cfg *config.Config, opts role.Options) (runner, error)
 			return nil, fmt.Errorf("new committer: %w", err)
 		}
 		return c, nil
+	case role.Maintainer:
+		m, err := maintainer.New(cfg, opts)
+		if err != nil {
+			return nil, fmt.Errorf("new maintainer: %w", err)
+		}
+		return m, nil
 	}
 	return nil, fmt.Errorf("unknown role %q", name)
 }

@@ -102,7 +102,9 @@ datasets:
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("json output: %v\n%s", err, stdout)
 	}
-	if len(r.Processes) != 4 || len(r.Datasets) != 1 || r.Datasets[0].Name != "clicks" {
+	// The supervisor, the three roles of the record path and the
+	// maintainer (maintenance.enabled defaults to true).
+	if len(r.Processes) != 5 || len(r.Datasets) != 1 || r.Datasets[0].Name != "clicks" {
 		t.Errorf("json report = %+v", r)
 	}
 	for _, p := range r.Processes {

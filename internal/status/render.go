@@ -179,6 +179,21 @@ func renderDataset(w io.Writer, r *Report, d Dataset) {
 	if e := d.LastCommitError; e != nil {
 		fmt.Fprintf(w, "             last error %s ago [%s] %s: %s\n", age(r.Time.Sub(e.Time)), e.Reason, e.Step, oneLine(e.Error))
 	}
+	if u := d.Upkeep; u != nil {
+		meta := unknown
+		if u.MetadataBytes != nil {
+			meta = size(int64(*u.MetadataBytes))
+		}
+		rewritten := unknown
+		if u.RewrittenBytes != nil {
+			rewritten = size(int64(*u.RewrittenBytes))
+		}
+		fmt.Fprintf(w, "  table      %s snapshots   metadata.json %s   %s manifests   %s data files (%s small)   %s expired   %s rewritten\n",
+			optNum(u.Snapshots), meta, optNum(u.Manifests), optNum(u.DataFiles), optNum(u.SmallFiles), optNum(u.SnapshotsExpired), rewritten)
+		for _, st := range sortedKeys(u.StepFailures) {
+			fmt.Fprintf(w, "             upkeep step %s failed %s times\n", st, num(u.StepFailures[st]))
+		}
+	}
 }
 
 func committerUp(r *Report) bool {

@@ -43,6 +43,9 @@ func goldenReport() *Report {
 				LastCommit: &lastCommit, LastCommitAgeSeconds: ptr(3.0),
 				LastCommitError: &CommitError{Time: now.Add(-125 * time.Second), AgeSeconds: 125, Reason: "unknown",
 					Step: "commit outcome unknown; the next interval checks the table", Error: "commit 2 files to web.clicks:\n  context deadline exceeded"},
+				Upkeep: &Upkeep{Snapshots: ptr(181.0), MetadataBytes: ptr(412345.0), Manifests: ptr(12.0), DataFiles: ptr(340.0),
+					SmallFiles: ptr(37.0), SnapshotsExpired: ptr(4139.0), RewrittenBytes: ptr(1.5e9),
+					StepFailures: map[string]float64{"compact": 2}},
 			},
 			{
 				Name: "orders", Topic: "orders", Table: "shop.orders",

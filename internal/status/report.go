@@ -130,6 +130,33 @@ type Dataset struct {
 	LastCommitAgeSeconds *float64   `json:"last_commit_age_seconds"`
 	// LastCommitError is the committer's last failed attempt, if any.
 	LastCommitError *CommitError `json:"last_commit_error"`
+	// Upkeep is the table's health as of the maintainer's last pass; nil
+	// while the maintainer is down or switched off.
+	Upkeep *Upkeep `json:"upkeep"`
+}
+
+// Upkeep is the table's health as the maintainer last saw it.
+type Upkeep struct {
+	// Snapshots is the number of snapshots the table keeps.
+	Snapshots *float64 `json:"snapshots"`
+	// MetadataBytes is the size of the current metadata.json.
+	MetadataBytes *float64 `json:"metadata_bytes"`
+	// Manifests is the number of data manifests in the current snapshot.
+	Manifests *float64 `json:"manifests"`
+	// DataFiles is the number of live data files.
+	DataFiles *float64 `json:"data_files"`
+	// SnapshotsExpired counts the snapshots expired since the maintainer
+	// started.
+	SnapshotsExpired *float64 `json:"snapshots_expired"`
+	// SmallFiles is the number of files under half the target size that
+	// wait for compaction.
+	SmallFiles *float64 `json:"small_files"`
+	// RewrittenBytes counts the bytes compaction rewrote since the
+	// maintainer started: the write amplification's numerator.
+	RewrittenBytes *float64 `json:"rewritten_bytes"`
+	// StepFailures counts the failed upkeep steps since the maintainer
+	// started, by step.
+	StepFailures map[string]float64 `json:"step_failures"`
 }
 
 // PartitionLag is one partition's lag.
@@ -209,11 +236,15 @@ func NewCollector(cfg *config.Config, opts Options) *Collector {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	}
+	procs := append([]string{metrics.Supervisor}, role.All...)
+	if cfg.Maintenance.Enabled {
+		procs = append(procs, role.Maintainer)
+	}
 	return &Collector{
 		cfg:   cfg,
 		opts:  opts,
 		red:   redact.New(cfg),
-		procs: append([]string{metrics.Supervisor}, role.All...),
+		procs: procs,
 	}
 }
 
@@ -451,6 +482,9 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 			}
 			ds.LastCommitError = c.commitError(com, d.Name, now)
 		}
+		if mnt := cur[role.Maintainer]; mnt.up() {
+			ds.Upkeep = upkeepView(mnt, match)
+		}
 		r.Datasets = append(r.Datasets, ds)
 	}
 	if len(byTopic) > 0 {
@@ -464,6 +498,30 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 		r.OtherWAL = other
 	}
 	return r
+}
+
+// upkeepView reads a dataset's table health from the maintainer's metrics.
+func upkeepView(mnt *probe, match map[string]string) *Upkeep {
+	u := &Upkeep{StepFailures: map[string]float64{}}
+	for name, dst := range map[string]**float64{
+		"ingestor_maintainer_snapshots":               &u.Snapshots,
+		"ingestor_maintainer_metadata_bytes":          &u.MetadataBytes,
+		"ingestor_maintainer_manifests":               &u.Manifests,
+		"ingestor_maintainer_data_files":              &u.DataFiles,
+		"ingestor_maintainer_snapshots_expired_total": &u.SnapshotsExpired,
+		"ingestor_maintainer_small_files":             &u.SmallFiles,
+		"ingestor_maintainer_rewritten_bytes_total":   &u.RewrittenBytes,
+	} {
+		if v, ok := mnt.metrics.sum(name, match); ok {
+			*dst = ptr(v)
+		}
+	}
+	for _, st := range []string{"load", "expire", "manifests", "compact"} {
+		if v, ok := mnt.metrics.sum("ingestor_maintainer_step_failures_total", map[string]string{"dataset": match["dataset"], "step": st}); ok && v > 0 {
+			u.StepFailures[st] = v
+		}
+	}
+	return u
 }
 
 func (f *FileCount) add(o FileCount) {

@@ -24,6 +24,8 @@ const (
 	DefaultMaxJSONDepth                = 64
 	DefaultMemoryBudgetBytes           = 512 << 20
 	DefaultStallTimeoutSeconds         = 120
+	DefaultMaintenanceIntervalSeconds  = 60
+	DefaultMaintenanceMaxManifests     = 100
 )
 
 // Config is the whole configuration file.
@@ -33,6 +35,29 @@ type Config struct {
 	Catalog   Catalog   `yaml:"catalog"`
 	Datasets  []Dataset `yaml:"datasets"`
 	Metrics   Metrics   `yaml:"metrics"`
+	// Maintenance configures the maintainer, the role that keeps the
+	// tables healthy (snapshot expiry, manifest merging).
+	Maintenance Maintenance `yaml:"maintenance"`
+}
+
+// Maintenance configures the maintainer role.
+type Maintenance struct {
+	// Enabled runs the maintainer; true unless the file says false.
+	Enabled bool `yaml:"enabled"`
+	// IntervalSeconds is the time between two upkeep passes over a dataset's table.
+	IntervalSeconds float64 `yaml:"intervalSeconds"`
+	// MaxManifests rewrites the current snapshot's manifests once it holds
+	// more data manifests than this.
+	MaxManifests int `yaml:"maxManifests"`
+	// CompactionFanIn is how many small files of one size level and
+	// partition merge into one, at least 2; 0, the default, leaves
+	// compaction off.
+	CompactionFanIn int `yaml:"compactionFanIn"`
+}
+
+// MaintenanceInterval returns maintenance.intervalSeconds as a duration.
+func (c *Config) MaintenanceInterval() time.Duration {
+	return seconds(c.Maintenance.IntervalSeconds)
 }
 
 // Ingestion holds the timing and WAL settings of the record path.
@@ -128,9 +153,10 @@ type Metrics struct {
 
 // RoleAddresses overrides the metrics address of each role.
 type RoleAddresses struct {
-	Consumer  string `yaml:"consumer"`
-	Uploader  string `yaml:"uploader"`
-	Committer string `yaml:"committer"`
+	Consumer   string `yaml:"consumer"`
+	Uploader   string `yaml:"uploader"`
+	Committer  string `yaml:"committer"`
+	Maintainer string `yaml:"maintainer"`
 }
 
 // Dataset is one Kafka topic flowing into one Iceberg table.
@@ -273,6 +299,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Metrics.Address == "" {
 		c.Metrics.Address = DefaultMetricsAddress
+	}
+	if c.Maintenance.IntervalSeconds == 0 {
+		c.Maintenance.IntervalSeconds = DefaultMaintenanceIntervalSeconds
+	}
+	if c.Maintenance.MaxManifests == 0 {
+		c.Maintenance.MaxManifests = DefaultMaintenanceMaxManifests
 	}
 	for i := range c.Datasets {
 		d := &c.Datasets[i]

@@ -248,3 +248,30 @@ func TestLoadRefusesUnwritableWALDir(t *testing.T) {
 		t.Fatalf("the probe left files behind: %v", entries)
 	}
 }
+
+// maintenance.enabled is true unless the file says false: a benchmark or a
+// comparison run switches the maintainer off that way.
+func TestMaintenanceEnabled(t *testing.T) {
+	base := "ingestion: {wal: {dir: /w}}\nkafka: {brokers: [\"k:9092\"]}\ncatalog: {name: c, type: sql}\n" +
+		"datasets: [{name: d, topic: t, table: n.t, customMapping: {id: id}}]\n"
+	for name, tc := range map[string]struct {
+		doc  string
+		want bool
+	}{
+		"left out":      {base, true},
+		"set true":      {base + "maintenance: {enabled: true}\n", true},
+		"switched off":  {base + "maintenance: {enabled: false}\n", false},
+		"interval only": {base + "maintenance: {intervalSeconds: 5}\n", true},
+	} {
+		c, err := Parse([]byte(tc.doc))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if c.Maintenance.Enabled != tc.want {
+			t.Errorf("%s: maintenance.enabled %v, want %v", name, c.Maintenance.Enabled, tc.want)
+		}
+	}
+	if _, err := Parse([]byte(base + "maintenance: {intervalSeconds: -1}\n")); err == nil || !strings.Contains(err.Error(), "maintenance.intervalSeconds") {
+		t.Errorf("a negative interval: error %v, want one naming maintenance.intervalSeconds", err)
+	}
+}

@@ -309,6 +309,8 @@ func TestDocsDefaults(t *testing.T) {
 		"ingestion.maxRecordBytes":                  DefaultMaxRecordBytes,
 		"ingestion.maxJSONDepth":                    DefaultMaxJSONDepth,
 		"ingestion.wal.memoryBudgetBytes":           DefaultMemoryBudgetBytes,
+		"maintenance.intervalSeconds":               DefaultMaintenanceIntervalSeconds,
+		"maintenance.maxManifests":                  DefaultMaintenanceMaxManifests,
 	}
 	if n := len(defaultConstants(t)); n != len(constants) {
 		t.Errorf("config.go declares %d Default constants (%v), this test maps %d to their keys: add the new one",

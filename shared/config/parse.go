@@ -34,7 +34,9 @@ func Parse(doc []byte) (*Config, error) {
 	if err := yaml.Unmarshal(doc, &root); err != nil {
 		return nil, &KeyError{Problem: "not valid YAML: " + err.Error()}
 	}
-	c := &Config{}
+	// A boolean whose default is true is set before decoding: the file
+	// can only turn it off.
+	c := &Config{Maintenance: Maintenance{Enabled: true}}
 	if len(root.Content) == 0 {
 		return nil, &KeyError{Problem: "empty configuration"}
 	}
@@ -241,6 +243,15 @@ func (c *Config) Validate() error {
 		errs = append(errs, &KeyError{Key: key, Problem: fmt.Sprintf(problem, args...)})
 	}
 	in := c.Ingestion
+	if c.Maintenance.IntervalSeconds < 0 {
+		bad("maintenance.intervalSeconds", "must be positive, got %v", c.Maintenance.IntervalSeconds)
+	}
+	if c.Maintenance.CompactionFanIn < 0 || c.Maintenance.CompactionFanIn == 1 {
+		bad("maintenance.compactionFanIn", "must be at least 2, got %v", c.Maintenance.CompactionFanIn)
+	}
+	if c.Maintenance.MaxManifests < 0 {
+		bad("maintenance.maxManifests", "must be positive, got %v", c.Maintenance.MaxManifests)
+	}
 	if in.CommitIntervalSeconds < 0 {
 		bad("ingestion.commitIntervalSeconds", "must be positive, got %v", in.CommitIntervalSeconds)
 	}

@@ -61,5 +61,11 @@
 //	committer.after-dataset     one dataset's append and deletes are done; the other
 //	                            datasets of the pass may still be appending
 //
+// Maintainer, in the order of one pass over a table (maintainer/steps.go):
+//
+//	maintainer.after-expire     the expiry is committed and its unreferenced files deleted
+//	maintainer.after-manifests  the manifest rewrite is committed
+//	maintainer.after-compact    the compaction's rewrite is committed
+//
 // Names lists them; the e2e test crashes the binary at each in turn.
 package failpoint

@@ -33,6 +33,9 @@ const (
 	CommitterAfterAppend    = "committer.after-append"
 	CommitterBetweenDeletes = "committer.between-deletes"
 	CommitterAfterDataset   = "committer.after-dataset"
+	MaintainerAfterExpire   = "maintainer.after-expire"
+	MaintainerAfterManifest = "maintainer.after-manifests"
+	MaintainerAfterCompact  = "maintainer.after-compact"
 )
 
 // Names returns every failpoint name, in record-path order.
@@ -41,6 +44,7 @@ func Names() []string {
 		ConsumerBeforeRename, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery,
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker,
 		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset,
+		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,
 	}
 }
 

@@ -15,14 +15,15 @@ const Supervisor = "supervisor"
 // roleOffsets are the ports the roles take after the supervisor's, in
 // record-path order.
 var roleOffsets = map[string]int{
-	role.Consumer:  1,
-	role.Uploader:  2,
-	role.Committer: 3,
+	role.Consumer:   1,
+	role.Uploader:   2,
+	role.Committer:  3,
+	role.Maintainer: 4,
 }
 
 // RoleAddress returns the metrics listen address of a process: the
-// supervisor's is metrics.address (default :9400); the consumer, uploader
-// and committer take the next three ports on the same host unless
+// supervisor's is metrics.address (default :9400); the consumer, uploader,
+// committer and maintainer take the next four ports on the same host unless
 // metrics.roles.<role> names an address. When the supervisor's port is 0,
 // every role gets port 0 as well, so that each picks a free port.
 func RoleAddress(cfg *config.Config, roleName string) (string, error) {
@@ -65,6 +66,8 @@ func roleOverride(r config.RoleAddresses, roleName string) string {
 		return r.Uploader
 	case role.Committer:
 		return r.Committer
+	case role.Maintainer:
+		return r.Maintainer
 	}
 	return ""
 }

@@ -15,6 +15,9 @@ const (
 	Consumer  = "consumer"
 	Uploader  = "uploader"
 	Committer = "committer"
+	// Maintainer keeps the tables healthy beside the record path; it is
+	// not in All, and runs when maintenance.enabled is true.
+	Maintainer = "maintainer"
 )
 
 // All lists the roles in record-path order, which is also drain order.

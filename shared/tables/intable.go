@@ -44,7 +44,10 @@ type inTableStats struct {
 // refers to: the definition of "in the table" of the crash-recovery rules.
 //
 // The common path reads the table metadata only (FilesInTable: the segment
-// UUIDs that the committer records in each snapshot summary). Its one gap is
+// UUIDs that the committer records in each snapshot summary, and in its
+// WAL directory's ledger property, LedgerPrefix, which neither expiry nor
+// compaction removes). Its one gap, for segments the ledger does not
+// hold (appended by a version without it, or long deleted locally), is
 // a snapshot expired by table maintenance: the files it added are still in
 // the table, but their record is gone. The gap can only matter for a
 // segment written before the oldest snapshot of the current snapshot's
@@ -70,6 +73,9 @@ func segmentsInTable(ctx context.Context, tbl *table.Table, segs []Segment) (map
 	meta := tbl.Metadata()
 	snaps := meta.Snapshots() // a deep copy: taken once
 	recorded := recordedIn(snaps, segs)
+	for id := range ledgered(meta, segText(segs)) {
+		recorded[id] = true
+	}
 	out := map[uuid.UUID]bool{}
 	cut, truncated := historyCut(meta.CurrentSnapshot(), snaps)
 	want := map[string]uuid.UUID{}
@@ -126,13 +132,19 @@ func historyCut(cur *table.Snapshot, snaps []table.Snapshot) (time.Time, bool) {
 	return time.UnixMilli(s.TimestampMs), true
 }
 
-// recordedIn returns which of segs the summaries of snaps record, the way
-// FilesInTable does, comparing text instead of parsing every UUID.
-func recordedIn(snaps []table.Snapshot, segs []Segment) map[uuid.UUID]bool {
+// segText maps the text form of each segment's UUID to the UUID.
+func segText(segs []Segment) map[string]uuid.UUID {
 	want := make(map[string]uuid.UUID, len(segs))
 	for _, s := range segs {
 		want[s.UUID.String()] = s.UUID
 	}
+	return want
+}
+
+// recordedIn returns which of segs the summaries of snaps record, the way
+// FilesInTable does, comparing text instead of parsing every UUID.
+func recordedIn(snaps []table.Snapshot, segs []Segment) map[uuid.UUID]bool {
+	want := segText(segs)
 	in := map[uuid.UUID]bool{}
 	for _, s := range snaps {
 		if s.Summary == nil {

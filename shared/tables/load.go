@@ -90,6 +90,11 @@ func createArgs(c *config.CreateTable) (*iceberg.Schema, iceberg.PartitionSpec, 
 	for k, v := range c.Properties {
 		props[k] = v
 	}
+	for k, v := range UpkeepProperties {
+		if _, set := props[k]; !set {
+			props[k] = v
+		}
+	}
 	switch v := props[table.PropertyFormatVersion]; v {
 	case "":
 		props[table.PropertyFormatVersion] = formatVersion

@@ -30,7 +30,8 @@ func SnapshotProperties(dataset string, ids []uuid.UUID) iceberg.Properties {
 }
 
 // FilesInTable returns the UUIDs of the WAL segments that the snapshots the
-// table still keeps record as added (summary property ingestor.files). It
+// table still keeps record as added (summary property ingestor.files), and
+// those the ledger properties (LedgerPrefix) record. It
 // reads only the table metadata already loaded, never a manifest.
 //
 // A UUID in the set is in the table. One missing from it may still be in
@@ -39,6 +40,16 @@ func SnapshotProperties(dataset string, ids []uuid.UUID) iceberg.Properties {
 // check to use before adding a segment.
 func FilesInTable(tbl *table.Table) map[uuid.UUID]bool {
 	in := map[uuid.UUID]bool{}
+	for k, v := range tbl.Metadata().Properties() {
+		if !strings.HasPrefix(k, LedgerPrefix) {
+			continue
+		}
+		for _, f := range strings.Fields(v) {
+			if id, err := uuid.Parse(f); err == nil {
+				in[id] = true
+			}
+		}
+	}
 	for _, s := range tbl.Metadata().Snapshots() {
 		if s.Summary == nil {
 			continue

@@ -1,0 +1,63 @@
+// Package maintainer is the fourth role: it keeps each dataset's Iceberg
+// table as cheap to commit to and to read after a month as on its first
+// day, while ingest runs, with no external job.
+//
+// Every commit of the committer adds a snapshot to metadata.json, a
+// manifest list and a manifest; nothing takes them away by itself. Once
+// per maintenance.intervalSeconds the maintainer loads each dataset's
+// table and, in this order:
+//
+//   - expires snapshots (Transaction.ExpireSnapshots): by the table's
+//     history.expire.max-snapshot-age-ms and
+//     history.expire.min-snapshots-to-keep where it sets them, else by
+//     DefaultMaxSnapshotAge and DefaultMinSnapshotsToKeep, chosen so that a
+//     table at the default 20 s commit interval keeps about 180 snapshots
+//     and its metadata.json well under 1 MB. The manifest lists, manifests
+//     and data files that only expired snapshots referred to are deleted
+//     after the commit. Little and often: each pass expires the few
+//     snapshots that aged out since the last one.
+//   - merges manifests (Transaction.RewriteManifests) once the current
+//     snapshot holds more than maintenance.maxManifests data manifests,
+//     for tables that do not merge them at each append. Metadata only.
+//   - compacts small files per partition and size level (compact.go):
+//     maintenance.compactionFanIn files of one level merge into one a
+//     level up, so a
+//     byte is rewritten once per level, not at every merge. The rewrite
+//     (Transaction.RewriteDataFiles) reads each file once, writes the rows
+//     with the table's schema and write properties, and commits a replace
+//     snapshot that changes no row.
+//
+// Old metadata.json versions are not the maintainer's job: the tables the
+// ingestor creates carry write.metadata.delete-after-commit.enabled and
+// write.metadata.previous-versions-max (tables.UpkeepProperties), which
+// iceberg-go applies at every commit, the committer's included.
+//
+// Ingest comes first. The steps are catalog commits of their own with
+// optimistic concurrency: when the committer appended in between, the
+// step's commit fails its requirement, nothing is written, and the step is
+// redone on the reloaded table a few times, else left to the next pass.
+// The committer's append, for its part, retries a conflict at once on the
+// reloaded table, and the maintainer commits at most three times per table per
+// interval: an append never waits for upkeep, and a conflict costs it one
+// reload. No step adds or removes a row, so nothing can be lost or
+// doubled by a conflict.
+//
+// Exactly once. After expiry, the snapshot summaries that named a
+// committed segment are gone; after compaction (by another engine, on
+// tables where one runs), its object is no live data file either. The
+// committer's ledger property (tables.LedgerPrefix), set in the same
+// transaction as each append and kept by both, is what still tells the
+// committer's restart that the segment is in the table.
+//
+// Crashes. A step is one commit: dying before it leaves the table as it
+// was (a compaction's written files become orphans, which only cost
+// storage), dying after it (failpoints maintainer.after-expire,
+// maintainer.after-manifests, maintainer.after-compact) leaves the step
+// done, and dying during the deletion of expired files leaves some
+// objects that no metadata refers to. The next start does the next pass.
+//
+// Several pods. Each pod's maintainer upkeeps every dataset's table; the
+// steps commit with optimistic concurrency, so two maintainers on one
+// table cost a retried commit (and, for compaction, wasted work and
+// orphaned files), never a wrong table. A lease per table is not built.
+package maintainer

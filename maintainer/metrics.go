@@ -1,0 +1,98 @@
+package maintainer
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Steps of a pass, the values of the step label.
+const (
+	stepExpire    = "expire"
+	stepManifests = "manifests"
+	stepCompact   = "compact"
+	stepLoad      = "load"
+)
+
+// metrics are the maintainer's Prometheus metrics.
+type metrics struct {
+	runs           *prometheus.CounterVec
+	failures       *prometheus.CounterVec
+	lastRun        *prometheus.GaugeVec
+	expired        *prometheus.CounterVec
+	snapshots      *prometheus.GaugeVec
+	metadataBytes  *prometheus.GaugeVec
+	manifests      *prometheus.GaugeVec
+	dataFiles      *prometheus.GaugeVec
+	smallFiles     *prometheus.GaugeVec
+	rewrittenBytes *prometheus.CounterVec
+	rewrittenFiles *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_steps_total",
+			Help: "Upkeep steps that committed a change, by step: expire, manifests, compact.",
+		}, []string{"dataset", "step"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_step_failures_total",
+			Help: "Upkeep steps that failed (after their conflict retries), by step: load, expire, manifests, compact.",
+		}, []string{"dataset", "step"}),
+		lastRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_last_step_timestamp_seconds",
+			Help: "Unix time the step last finished without error, whether or not it had work.",
+		}, []string{"dataset", "step"}),
+		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_snapshots_expired_total",
+			Help: "Snapshots removed by expiry.",
+		}, []string{"dataset"}),
+		snapshots: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_snapshots",
+			Help: "Snapshots the table keeps, after the last pass.",
+		}, []string{"dataset"}),
+		metadataBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_metadata_bytes",
+			Help: "Size of the table's current metadata.json, after the last pass.",
+		}, []string{"dataset"}),
+		manifests: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_manifests",
+			Help: "Data manifests in the table's current snapshot, after the last pass.",
+		}, []string{"dataset"}),
+		dataFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_data_files",
+			Help: "Live data files in the table's current snapshot (its summary's total-data-files), after the last pass.",
+		}, []string{"dataset"}),
+		smallFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_small_files",
+			Help: "Data files under half the target size that wait for compaction, after the last pass.",
+		}, []string{"dataset"}),
+		rewrittenBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_rewritten_bytes_total",
+			Help: "Bytes of data files that compaction read and wrote again: divided by the bytes committed, the write amplification.",
+		}, []string{"dataset"}),
+		rewrittenFiles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_rewritten_files_total",
+			Help: "Data files that compaction replaced.",
+		}, []string{"dataset"}),
+	}
+	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.rewrittenBytes, m.rewrittenFiles} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register maintainer metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// initDataset makes every series of a dataset visible at zero.
+func (m *metrics) initDataset(name string) {
+	m.expired.WithLabelValues(name)
+	m.rewrittenBytes.WithLabelValues(name)
+	m.rewrittenFiles.WithLabelValues(name)
+	for _, s := range []string{stepExpire, stepManifests, stepCompact} {
+		m.runs.WithLabelValues(name, s)
+	}
+	for _, s := range []string{stepLoad, stepExpire, stepManifests, stepCompact} {
+		m.failures.WithLabelValues(name, s)
+	}
+}

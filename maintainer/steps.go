@@ -1,0 +1,258 @@
+package maintainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/failpoint"
+)
+
+// upkeep runs the steps of one pass over d's table, each a commit of its
+// own, then records the table's health.
+func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
+	log := m.log.With("dataset", d.Name, "table", d.Table)
+	cat, err := m.catalog(ctx)
+	if err != nil {
+		m.fail(ctx, log, d.Name, stepLoad, fmt.Errorf("open catalog: %w", err))
+		return
+	}
+	tbl, err := cat.LoadTable(ctx, catalog.ToIdentifier(d.TableIdent()...))
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		log.Debug("no table yet; the committer creates it at its first append")
+		return
+	}
+	if err != nil {
+		// The committer creates a missing table at its first commit; the
+		// maintainer never does.
+		m.fail(ctx, log, d.Name, stepLoad, fmt.Errorf("load table: %w", err))
+		return
+	}
+	if next, err := m.retry(ctx, cat, tbl, func(t *table.Table, tx *table.Transaction) (bool, error) { return m.expire(t, tx) }); err != nil {
+		m.fail(ctx, log, d.Name, stepExpire, err)
+	} else {
+		if next != tbl {
+			n := len(tbl.Metadata().Snapshots()) - len(next.Metadata().Snapshots())
+			m.metrics.runs.WithLabelValues(d.Name, stepExpire).Inc()
+			m.metrics.expired.WithLabelValues(d.Name).Add(float64(max(n, 0)))
+			log.Info("expired snapshots", "snapshots", n, "kept", len(next.Metadata().Snapshots()))
+			// Dying here: the expiry is committed and its files deleted;
+			// the next pass has nothing to expire yet.
+			failpoint.Hit(failpoint.MaintainerAfterExpire)
+		}
+		tbl = next
+		m.done(d.Name, stepExpire)
+	}
+	if next, err := m.retry(ctx, cat, tbl, func(t *table.Table, tx *table.Transaction) (bool, error) { return m.mergeManifests(ctx, tx, t) }); err != nil {
+		m.fail(ctx, log, d.Name, stepManifests, err)
+	} else {
+		if next != tbl {
+			m.metrics.runs.WithLabelValues(d.Name, stepManifests).Inc()
+			log.Info("rewrote manifests", "manifests", m.dataManifests(ctx, next))
+			// Dying here: the rewrite is committed; the old manifests
+			// stay referenced by older snapshots until expiry.
+			failpoint.Hit(failpoint.MaintainerAfterManifest)
+		}
+		tbl = next
+		m.done(d.Name, stepManifests)
+	}
+	var plan compactionPlan
+	if next, err := m.retry(ctx, cat, tbl, func(t *table.Table, tx *table.Transaction) (bool, error) {
+		var err error
+		plan, err = m.stageCompaction(ctx, t, tx)
+		return plan.groups > 0, err
+	}); err != nil {
+		m.fail(ctx, log, d.Name, stepCompact, err)
+	} else {
+		if next != tbl {
+			m.metrics.runs.WithLabelValues(d.Name, stepCompact).Inc()
+			m.metrics.rewrittenBytes.WithLabelValues(d.Name).Add(float64(plan.bytes))
+			m.metrics.rewrittenFiles.WithLabelValues(d.Name).Add(float64(plan.files))
+			log.Info("compacted small files", "groups", plan.groups, "files", plan.files, "bytes", plan.bytes)
+			plan.small += plan.groups - plan.files // each group's output is one file, still small
+			// Dying here: the rewrite is committed; the files it replaced
+			// stay referenced by older snapshots, and go with their expiry.
+			failpoint.Hit(failpoint.MaintainerAfterCompact)
+		}
+		m.metrics.smallFiles.WithLabelValues(d.Name).Set(float64(plan.small))
+		tbl = next
+		m.done(d.Name, stepCompact)
+	}
+	m.observe(ctx, log, d.Name, tbl)
+}
+
+// retry stages a step with stage on a transaction of tbl and commits it,
+// redoing both on the reloaded table when another writer (the committer's
+// append, another pod's maintainer) committed first. stage reports whether
+// it staged anything; when it did not, tbl is returned unchanged and
+// nothing is committed.
+func (m *Maintainer) retry(ctx context.Context, cat catalog.Catalog, tbl *table.Table, stage func(*table.Table, *table.Transaction) (bool, error)) (*table.Table, error) {
+	for attempt := 1; ; attempt++ {
+		tx := tbl.NewTransaction()
+		staged, err := stage(tbl, tx)
+		if err != nil {
+			return nil, err
+		}
+		if !staged {
+			return tbl, nil
+		}
+		if m.beforeCommit != nil {
+			m.beforeCommit(attempt)
+		}
+		next, err := tx.Commit(ctx)
+		if err == nil {
+			return next, nil
+		}
+		if !isConflict(err) || attempt >= maxAttempts || ctx.Err() != nil {
+			return nil, fmt.Errorf("commit (attempt %d): %w", attempt, err)
+		}
+		if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
+			return nil, fmt.Errorf("reload table after a conflict: %w", err)
+		}
+	}
+}
+
+// isConflict reports whether err says another writer changed the table
+// first and nothing was committed (see committer.isConflict: the SQL
+// catalog reports it as a failed requirement).
+func isConflict(err error) bool {
+	if err == nil {
+		return false
+	}
+	return errors.Is(err, table.ErrCommitFailed) ||
+		strings.Contains(strings.ToLower(err.Error()), "requirement failed:")
+}
+
+// objectSize returns the size of an object of tbl's file IO.
+func objectSize(ctx context.Context, tbl *table.Table, location string) (int64, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return 0, err
+	}
+	f, err := fs.Open(location)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return info.Size(), nil
+}
+
+// expire stages the expiry of the snapshots the retention rules let go.
+// The table's history.expire.* properties win; where it sets none, the
+// ingestor's defaults apply. It stages nothing when no snapshot would go,
+// so that a quiet table gets no commit.
+func (m *Maintainer) expire(tbl *table.Table, tx *table.Transaction) (bool, error) {
+	meta := tbl.Metadata()
+	props := meta.Properties()
+	var opts []table.ExpireSnapshotsOpt
+	maxAge := m.maxSnapshotAge.Milliseconds()
+	if v, ok := props[table.MaxSnapshotAgeMsKey]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return false, fmt.Errorf("table property %s=%q: %w", table.MaxSnapshotAgeMsKey, v, err)
+		}
+		maxAge = n
+	} else {
+		opts = append(opts, table.WithOlderThan(m.maxSnapshotAge))
+	}
+	keep := DefaultMinSnapshotsToKeep
+	if v, ok := props[table.MinSnapshotsToKeepKey]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return false, fmt.Errorf("table property %s=%q: %w", table.MinSnapshotsToKeepKey, v, err)
+		}
+		keep = n
+	} else {
+		opts = append(opts, table.WithRetainLast(DefaultMinSnapshotsToKeep))
+	}
+	snaps := meta.Snapshots()
+	cutoff := m.now().UnixMilli() - maxAge
+	old := 0
+	for _, s := range snaps {
+		if s.TimestampMs < cutoff {
+			old++
+		}
+	}
+	if old == 0 || len(snaps) <= keep {
+		return false, nil
+	}
+	if err := tx.ExpireSnapshots(opts...); err != nil {
+		return false, fmt.Errorf("expire snapshots: %w", err)
+	}
+	tc, err := tx.TableCommit()
+	if err != nil {
+		return false, err
+	}
+	return len(tc.Updates) > 0, nil
+}
+
+// mergeManifests stages a rewrite of the current snapshot's data manifests
+// into few target-sized ones once there are more than
+// maintenance.maxManifests of them.
+func (m *Maintainer) mergeManifests(ctx context.Context, tx *table.Transaction, tbl *table.Table) (bool, error) {
+	n := m.dataManifests(ctx, tbl)
+	if n <= m.cfg.Maintenance.MaxManifests {
+		return false, nil
+	}
+	res, err := tx.RewriteManifests(ctx)
+	if err != nil {
+		return false, fmt.Errorf("rewrite %d manifests: %w", n, err)
+	}
+	return !res.IsNoOp(), nil
+}
+
+// dataManifests counts the data manifests of tbl's current snapshot; -1 if
+// they cannot be read.
+func (m *Maintainer) dataManifests(ctx context.Context, tbl *table.Table) int {
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return 0
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return -1
+	}
+	list, err := snap.Manifests(fs)
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, mf := range list {
+		if mf.ManifestContent() == iceberg.ManifestContentData {
+			n++
+		}
+	}
+	return n
+}
+
+// observe records the table's health in the metrics: snapshots kept,
+// metadata.json size, manifests and data files of the current snapshot.
+func (m *Maintainer) observe(ctx context.Context, log *slog.Logger, dataset string, tbl *table.Table) {
+	m.metrics.snapshots.WithLabelValues(dataset).Set(float64(len(tbl.Metadata().Snapshots())))
+	if n := m.dataManifests(ctx, tbl); n >= 0 {
+		m.metrics.manifests.WithLabelValues(dataset).Set(float64(n))
+	}
+	if s := tbl.CurrentSnapshot(); s != nil && s.Summary != nil {
+		if n, err := strconv.ParseInt(s.Summary.Properties["total-data-files"], 10, 64); err == nil {
+			m.metrics.dataFiles.WithLabelValues(dataset).Set(float64(n))
+		}
+	}
+	size, err := objectSize(ctx, tbl, tbl.MetadataLocation())
+	if err != nil {
+		log.Warn("size of metadata.json", "err", err)
+		return
+	}
+	m.metrics.metadataBytes.WithLabelValues(dataset).Set(float64(size))
+}
