@@ -638,7 +638,16 @@ func (p *parser) visitDocument(root *node, row []any) error {
 }
 
 func (p *parser) visitObject(n *node, row []any) error {
-	return p.object(func() error {
+	if err := p.open(); err != nil {
+		return err
+	}
+	p.ws()
+	if p.i < len(p.s) && p.s[p.i] == '}' {
+		p.i++
+		p.depth--
+		return nil
+	}
+	for {
 		key, err := p.key()
 		if err != nil {
 			return err
@@ -665,51 +674,10 @@ func (p *parser) visitObject(n *node, row []any) error {
 				err = p.skip()
 			}
 		}
-		return err
-	})
-}
-
-// object walks the object at p.i, which starts with '{': member reads one
-// key, its colon and its value; object reads the commas and the closing
-// brace. Every reader of objects goes through here, so the grammar and its
-// errors are written once.
-func (p *parser) object(member func() error) error {
-	if err := p.open(); err != nil {
-		return err
-	}
-	p.ws()
-	if p.i < len(p.s) && p.s[p.i] == '}' {
-		p.i++
-		p.depth--
-		return nil
-	}
-	for {
-		if err := member(); err != nil {
+		if err != nil {
 			return err
 		}
 		if done, err := p.next('}'); done || err != nil {
-			return err
-		}
-	}
-}
-
-// array walks the array at p.i, which starts with '[': elem reads one
-// element; array reads the commas and the closing bracket.
-func (p *parser) array(elem func() error) error {
-	if err := p.open(); err != nil {
-		return err
-	}
-	p.ws()
-	if p.i < len(p.s) && p.s[p.i] == ']' {
-		p.i++
-		p.depth--
-		return nil
-	}
-	for {
-		if err := elem(); err != nil {
-			return err
-		}
-		if done, err := p.next(']'); done || err != nil {
 			return err
 		}
 	}
@@ -746,25 +714,6 @@ func (p *parser) key() (string, error) {
 	return key, nil
 }
 
-// skipMember validates an object key, its colon and its value without
-// building them.
-func (p *parser) skipMember() error {
-	p.ws()
-	if p.i >= len(p.s) || p.s[p.i] != '"' {
-		return p.unexpected("looking for beginning of object key string")
-	}
-	if err := p.skipString(); err != nil {
-		return err
-	}
-	p.ws()
-	if p.i >= len(p.s) || p.s[p.i] != ':' {
-		return p.unexpected("after object key")
-	}
-	p.i++
-	p.ws()
-	return p.skip()
-}
-
 // next reads the comma or the closing byte after an element; done is set
 // after the closing byte.
 func (p *parser) next(closing byte) (done bool, err error) {
@@ -794,37 +743,55 @@ func (p *parser) value() (any, error) {
 	}
 	switch c := p.s[p.i]; {
 	case c == '{':
+		if err := p.open(); err != nil {
+			return nil, err
+		}
 		m := map[string]any{}
-		err := p.object(func() error {
+		p.ws()
+		if p.i < len(p.s) && p.s[p.i] == '}' {
+			p.i++
+			p.depth--
+			return m, nil
+		}
+		for {
 			key, err := p.key()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			v, err := p.value()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			m[key] = v
-			return nil
-		})
-		if err != nil {
+			if done, err := p.next('}'); err != nil {
+				return nil, err
+			} else if done {
+				return m, nil
+			}
+		}
+	case c == '[':
+		if err := p.open(); err != nil {
 			return nil, err
 		}
-		return m, nil
-	case c == '[':
 		a := []any{}
-		err := p.array(func() error {
+		p.ws()
+		if p.i < len(p.s) && p.s[p.i] == ']' {
+			p.i++
+			p.depth--
+			return a, nil
+		}
+		for {
 			v, err := p.value()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			a = append(a, v)
-			return nil
-		})
-		if err != nil {
-			return nil, err
+			if done, err := p.next(']'); err != nil {
+				return nil, err
+			} else if done {
+				return a, nil
+			}
 		}
-		return a, nil
 	case c == '"':
 		s, err := p.str()
 		if err != nil {
@@ -854,9 +821,54 @@ func (p *parser) skip() error {
 	}
 	switch c := p.s[p.i]; {
 	case c == '{':
-		return p.object(p.skipMember)
+		if err := p.open(); err != nil {
+			return err
+		}
+		p.ws()
+		if p.i < len(p.s) && p.s[p.i] == '}' {
+			p.i++
+			p.depth--
+			return nil
+		}
+		for {
+			p.ws()
+			if p.i >= len(p.s) || p.s[p.i] != '"' {
+				return p.unexpected("looking for beginning of object key string")
+			}
+			if err := p.skipString(); err != nil {
+				return err
+			}
+			p.ws()
+			if p.i >= len(p.s) || p.s[p.i] != ':' {
+				return p.unexpected("after object key")
+			}
+			p.i++
+			p.ws()
+			if err := p.skip(); err != nil {
+				return err
+			}
+			if done, err := p.next('}'); done || err != nil {
+				return err
+			}
+		}
 	case c == '[':
-		return p.array(p.skip)
+		if err := p.open(); err != nil {
+			return err
+		}
+		p.ws()
+		if p.i < len(p.s) && p.s[p.i] == ']' {
+			p.i++
+			p.depth--
+			return nil
+		}
+		for {
+			if err := p.skip(); err != nil {
+				return err
+			}
+			if done, err := p.next(']'); done || err != nil {
+				return err
+			}
+		}
 	case c == '"':
 		return p.skipString()
 	case c == '-' || (c >= '0' && c <= '9'):
