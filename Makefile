@@ -43,6 +43,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./consumer/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./shared/walfile/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./shared/config/
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 30s ./shared/bloom/
+	$(GO) test -run '^$$' -fuzz FuzzQueryValue -fuzztime 30s ./shared/bloom/
 
 # The benchmark of the whole record path (docs/benchmarks.md): 3M narrow
 # events with uniform keys at full speed through the supervisor and its

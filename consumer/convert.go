@@ -1,5 +1,8 @@
 package consumer
 
+// size: pending the move of the decoder into its own package (issue 15,
+// "The house"), which splits this file by concept.
+
 import (
 	"encoding/base64"
 	"encoding/json"

@@ -1,5 +1,9 @@
 package bench
 
+// size: one run of the benchmark, from Options through starting the
+// environment and the process tree to measuring and the Result; measure is
+// one long sequence of steps that reads best in one place.
+
 import (
 	"context"
 	"encoding/json"
