@@ -6,7 +6,7 @@ import (
 
 	pmetrics "github.com/icewal/ingestor/shared/metrics"
 
-	"github.com/icewal/ingestor/internal/redact"
+	"github.com/icewal/ingestor/shared/redact"
 )
 
 // commitErrors keeps the last failed commit attempt of each dataset for

@@ -4,9 +4,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/icewal/ingestor/internal/redact"
 	"github.com/icewal/ingestor/shared/config"
 	pmetrics "github.com/icewal/ingestor/shared/metrics"
+	"github.com/icewal/ingestor/shared/redact"
 )
 
 // passState keeps the last outcome of each step of each dataset for

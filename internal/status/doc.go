@@ -16,6 +16,6 @@
 // JSON form is for scripts; Watch redraws it like top.
 //
 // Nothing secret leaves: every text that comes from a role, and the
-// finished output, pass through internal/redact with the configuration's
+// finished output, pass through shared/redact with the configuration's
 // secrets.
 package status

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/icewal/ingestor/internal/redact"
+	"github.com/icewal/ingestor/shared/redact"
 )
 
 // Output formats.

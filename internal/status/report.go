@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/icewal/ingestor/internal/redact"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/metrics"
+	"github.com/icewal/ingestor/shared/redact"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/walfile"
 )
