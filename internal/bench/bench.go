@@ -356,7 +356,7 @@ func (b *runner) start(ctx context.Context) error {
 	if err := b.azurite.CreateContainer(ctx, "warehouse"); err != nil {
 		return err
 	}
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
 		return err
 	}
@@ -368,7 +368,7 @@ func (b *runner) start(ctx context.Context) error {
 	for k, v := range b.azurite.Properties() {
 		cat[k] = v
 	}
-	var metrics [4]string
+	var metrics [5]string
 	for i, p := range ports {
 		metrics[i] = "127.0.0.1:" + strconv.Itoa(p)
 	}

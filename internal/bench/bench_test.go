@@ -207,7 +207,7 @@ func TestConfigYAMLLoads(t *testing.T) {
 		o.MaxFileSizeBytes = 1 << 20
 		y := configYAML(setup{walDir: t.TempDir(), broker: "127.0.0.1:9092",
 			catalog: map[string]string{"type": "sql", "uri": "file:/tmp/x.db", "sql.driver": "sqlite", "sql.dialect": "sqlite", "warehouse": "file:///tmp/wh"},
-			metrics: [4]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"}, shape: sh, opts: o, drainSec: 120})
+			metrics: [5]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"}, shape: sh, opts: o, drainSec: 120})
 		cfg, err := config.Parse([]byte(y))
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", shape, err, y)
@@ -226,8 +226,9 @@ func TestConfigYAMLLoads(t *testing.T) {
 }
 
 func TestConfigYAMLMaintenance(t *testing.T) {
-	// maintenance.enabled is written only when asked for: the
-	// configuration is strict, and an ingestor without the key refuses it.
+	// maintenance.enabled is written only when asked for, so a plain run
+	// keeps the ingestor's default (upkeep on); the flag's value must reach
+	// the parsed configuration.
 	sh, err := devenv.ShapeByName("narrow")
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +238,7 @@ func TestConfigYAMLMaintenance(t *testing.T) {
 		o.Maintenance = m
 		return configYAML(setup{walDir: t.TempDir(), broker: "127.0.0.1:9092",
 			catalog: map[string]string{"type": "sql", "uri": "file:/tmp/x.db", "sql.driver": "sqlite", "sql.dialect": "sqlite", "warehouse": "file:///tmp/wh"},
-			metrics: [4]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"}, shape: sh, opts: o, drainSec: 120})
+			metrics: [5]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"}, shape: sh, opts: o, drainSec: 120})
 	}
 	y := render(nil)
 	if strings.Contains(y, "maintenance") {
@@ -252,8 +253,16 @@ func TestConfigYAMLMaintenance(t *testing.T) {
 	}
 	for _, v := range []bool{true, false} {
 		want := "\nmaintenance: {enabled: " + strconv.FormatBool(v) + "}\n"
-		if y := render(&v); !strings.Contains(y, want) {
+		y := render(&v)
+		if !strings.Contains(y, want) {
 			t.Errorf("maintenance %v: no %q in\n%s", v, want, y)
+		}
+		cfg, err := config.Parse([]byte(y))
+		if err != nil {
+			t.Fatalf("maintenance %v: %v", v, err)
+		}
+		if cfg.Maintenance.Enabled != v {
+			t.Errorf("maintenance %v: parsed enabled %v", v, cfg.Maintenance.Enabled)
 		}
 	}
 }

@@ -21,7 +21,7 @@ type setup struct {
 	walDir   string
 	broker   string
 	catalog  map[string]string // catalog properties but the name
-	metrics  [4]string         // supervisor, consumer, uploader, committer
+	metrics  [5]string         // supervisor, consumer, uploader, committer, maintainer
 	shape    devenv.Shape
 	opts     Options
 	drainSec int
@@ -44,8 +44,8 @@ func configYAML(s setup) string {
 	}
 	// The bench's processes serve their profiles, so that a run can be
 	// profiled in place; they listen on loopback.
-	fmt.Fprintf(&b, "metrics:\n  address: %q\n  pprof: true\n  roles: {consumer: %q, uploader: %q, committer: %q}\n",
-		s.metrics[0], s.metrics[1], s.metrics[2], s.metrics[3])
+	fmt.Fprintf(&b, "metrics:\n  address: %q\n  pprof: true\n  roles: {consumer: %q, uploader: %q, committer: %q, maintainer: %q}\n",
+		s.metrics[0], s.metrics[1], s.metrics[2], s.metrics[3], s.metrics[4])
 	// The key goes in only when asked for: the configuration is strict,
 	// so an ingestor without a maintainer would refuse it.
 	if s.opts.Maintenance != nil {

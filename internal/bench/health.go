@@ -71,7 +71,7 @@ type Health struct {
 	// BytesAppended is the added-files-size of the appends (what the
 	// consumer wrote), BytesRewritten what any other snapshot added
 	// (compaction) or, where the ingestor exports it, the maintainer's
-	// ingestor_maintainer_bytes_rewritten_total (RewriteSource says
+	// ingestor_maintainer_rewritten_bytes_total (RewriteSource says
 	// which). WriteAmplification is (appended + rewritten) / appended.
 	BytesAppended      int64   `json:"bytes_appended"`
 	BytesRewritten     int64   `json:"bytes_rewritten"`

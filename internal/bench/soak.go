@@ -7,16 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icewal/ingestor/internal/devenv"
+	"github.com/icewal/ingestor/shared/metrics"
+	"github.com/icewal/ingestor/shared/role"
 )
 
 // SoakOptions are the soak run's defaults (`ingestor bench --soak-commits
@@ -38,7 +38,7 @@ func SoakOptions() Options {
 
 // rewrittenMetric is the maintainer's count of the bytes it rewrote; the
 // soak run prefers it to the snapshots' summaries where a role exports it.
-const rewrittenMetric = "ingestor_maintainer_bytes_rewritten_total"
+const rewrittenMetric = "ingestor_maintainer_rewritten_bytes_total"
 
 // soakState is what a soak run gathers between checkpoints.
 type soakState struct {
@@ -152,22 +152,18 @@ func (b *runner) listBlobs(ctx context.Context, location string) ([]object, erro
 	return out, nil
 }
 
-// scrapeRewritten looks for the maintainer's rewritten-bytes counter on
-// every metrics endpoint of the configuration: false when no role exports
-// it (an ingestor without a maintainer).
+// scrapeRewritten reads the maintainer's rewritten-bytes counter: false
+// when no maintainer exports it (a run with maintenance switched off).
 func (b *runner) scrapeRewritten(ctx context.Context) (float64, bool) {
-	m := b.cfg.Metrics
 	var total float64
 	found := false
-	addrs := []string{m.Address, m.Roles.Consumer, m.Roles.Uploader, m.Roles.Committer}
-	// A role without an address of its own in the configuration takes a
-	// port after the supervisor's (config.Metrics); the one after the
-	// committer's is where a fourth role would listen.
-	if host, port, err := net.SplitHostPort(m.Address); err == nil {
-		if p, err := strconv.Atoi(port); err == nil {
-			addrs = append(addrs, net.JoinHostPort(host, strconv.Itoa(p+4)))
-		}
+	// The counter is the maintainer's; where the run has none, nothing
+	// listens there and the snapshots' summaries stand in.
+	addr, err := metrics.RoleAddress(b.cfg, role.Maintainer)
+	if err != nil {
+		return 0, false
 	}
+	addrs := []string{addr}
 	for _, addr := range addrs {
 		if addr == "" {
 			continue
