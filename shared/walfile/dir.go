@@ -82,6 +82,16 @@ func SyncDir(dir string) error {
 // rename, fsync the directory. A crash leaves either no file or the whole
 // file, and at worst a tmp_ file that RemoveTmp deletes once it is old.
 func WriteAtomic(dir, name string, data []byte) error {
+	if err := writeRenamed(dir, name, data); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// writeRenamed writes data to dir/name through a tmp_ file (write, fsync,
+// rename) and leaves the directory's fsync to the caller, which may cover
+// several renames with one.
+func writeRenamed(dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, TmpPrefix+uuid.NewString()+"_"+name)
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -105,7 +115,7 @@ func WriteAtomic(dir, name string, data []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("rename %s: %w", name, err)
 	}
-	return SyncDir(dir)
+	return nil
 }
 
 // Remove deletes a WAL file; a file already gone is not an error.

@@ -45,31 +45,7 @@ func WriteSum(dir string, id uuid.UUID, s Sum) error {
 	if err != nil {
 		return fmt.Errorf("encode checksum: %w", err)
 	}
-	name := SumName(id)
-	tmp := filepath.Join(dir, TmpPrefix+uuid.NewString()+"_"+name)
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", name, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("sync %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("close %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("rename %s: %w", name, err)
-	}
-	return nil
+	return writeRenamed(dir, SumName(id), b)
 }
 
 // ErrNoSum is the answer of ReadSum for a segment without a checksum
