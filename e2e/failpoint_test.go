@@ -65,9 +65,16 @@ func TestFailpoints(t *testing.T) {
 			began := time.Now()
 			in.start("run")
 			// More events while it runs, so that work goes on after the
-			// crash and the restart.
+			// crash and the restart. The upkeep points need several
+			// appends per table (a manifest rewrite waits for a second
+			// manifest), so there the events come over seconds, not in
+			// one commit interval.
+			rate := 2000
+			if o.upkeep {
+				rate = 200
+			}
 			for _, d := range ds {
-				if err := w.produce(ctx, d.topic, before, during, 2000, at); err != nil {
+				if err := w.produce(ctx, d.topic, before, during, rate, at); err != nil {
 					t.Fatal(err)
 				}
 			}
