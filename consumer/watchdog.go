@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -48,7 +49,10 @@ type watchdog struct {
 	// plus a rebalance.
 	unassignedAfter time.Duration
 
-	topicID    [16]byte
+	topicID [16]byte
+	// theirs follows the partitions other members own: their committed
+	// offset and since when it has not moved while records wait.
+	theirs     map[int32]idleOwner
 	since      map[string]time.Time // when each problem was first seen
 	acted      map[string]time.Time // when the watchdog acted on it
 	lastPos    map[int32]int64      // the positions at the last progress
@@ -60,7 +64,14 @@ func newWatchdog(l *loop, log *slog.Logger, stall time.Duration) *watchdog {
 		l: l, log: log, adm: kadm.NewClient(l.cl), now: time.Now, stall: stall,
 		unassignedAfter: 2 * sessionTimeout,
 		since:           map[string]time.Time{}, acted: map[string]time.Time{},
+		theirs: map[int32]idleOwner{},
 	}
+}
+
+// idleOwner is what the watchdog knows of a partition another member owns.
+type idleOwner struct {
+	committed int64
+	since     time.Time
 }
 
 // loopStuckAfter is how long the watchdog waits for the loop to take its
@@ -163,6 +174,15 @@ func (d *watchdog) check(ctx context.Context) error {
 			unowned++
 		}
 	}
+	// A member that died can stay in the group's assignment: a group whose
+	// dead member is never expelled keeps its partitions "owned" for good
+	// (seen after a consumer crashed twice in a row during recovery: the
+	// new member got two partitions of four and nothing more). A partition
+	// of another member whose committed offset has not moved for a file's
+	// age plus the stall timeout while records wait has no live owner
+	// either; the rejoin that mend forces makes the group drop members
+	// that do not rejoin.
+	unowned += d.deadOwned(ctx, ownedBy, mine, partitions)
 	d.l.c.m.unassigned.WithLabelValues(ds.Name).Set(float64(unowned))
 	// A group in the middle of a rebalance owns nothing for a moment.
 	if err := d.judge(StallUnassigned, unowned > 0 && g.State == "Stable", d.unassignedAfter,
@@ -284,4 +304,45 @@ func (w *writer) positions() map[int32]int64 {
 		}
 	}
 	return out
+}
+
+// deadOwned counts the partitions other members own whose committed offset
+// has not moved for the writer's maximum file age (a live owner commits at
+// each rotation) plus the stall timeout, while records wait past it.
+func (d *watchdog) deadOwned(ctx context.Context, ownedBy map[int32]bool, mine []int32, partitions int) int {
+	ds := d.l.ds
+	stable, err := d.adm.ListCommittedOffsets(ctx, ds.Topic)
+	if err != nil {
+		return 0
+	}
+	committed, err := d.adm.FetchOffsets(ctx, ds.ConsumerGroup)
+	if err != nil {
+		return 0
+	}
+	now, limit := d.now(), d.l.w.maxAge+d.stall
+	dead := 0
+	for p := range int32(partitions) {
+		if !ownedBy[p] || slices.Contains(mine, p) {
+			delete(d.theirs, p)
+			continue
+		}
+		at := int64(0)
+		if o, ok := committed.Lookup(ds.Topic, p); ok && o.Err == nil {
+			at = o.At
+		}
+		end, ok := stable.Lookup(ds.Topic, p)
+		if !ok || end.Err != nil || end.Offset <= at {
+			delete(d.theirs, p)
+			continue
+		}
+		o, seen := d.theirs[p]
+		if !seen || o.committed != at {
+			d.theirs[p] = idleOwner{committed: at, since: now}
+			continue
+		}
+		if now.Sub(o.since) >= limit {
+			dead++
+		}
+	}
+	return dead
 }

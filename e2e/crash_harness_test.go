@@ -139,6 +139,9 @@ type instanceOptions struct {
 	upkeep bool
 	// compactionFanIn is maintenance.compactionFanIn; 0 leaves compaction off.
 	compactionFanIn int
+	// stallTimeoutSeconds is ingestion.stallTimeoutSeconds; 0 keeps the
+	// default.
+	stallTimeoutSeconds float64
 	// env is added to the environment of every process of the instance.
 	env []string
 }
@@ -189,6 +192,12 @@ kafka: {brokers: [%q]}
 catalog:
   name: crash
 `, o.commitInterval, in.walDir, o.maxFileAgeMinutes, o.maxFileSizeBytes, w.broker)
+	if o.stallTimeoutSeconds > 0 {
+		// Into the ingestion block above: a second one would be refused.
+		b2 := strings.Replace(b.String(), "ingestion:\n", fmt.Sprintf("ingestion:\n  stallTimeoutSeconds: %g\n", o.stallTimeoutSeconds), 1)
+		b.Reset()
+		b.WriteString(b2)
+	}
 	for k, v := range w.catalog {
 		fmt.Fprintf(&b, "  %s: %q\n", k, v)
 	}

@@ -46,7 +46,10 @@ func TestFailpoints(t *testing.T) {
 			if name == failpoint.ConsumerDuringRecovery {
 				spec += "," + failpoint.ConsumerAfterRename + "=1@" + marker + ".after-rename"
 			}
-			o := instanceOptions{datasets: ds, env: []string{failpoint.EnvVar + "=" + spec}}
+			// A short stall timeout lets the consumer's watchdog mend, within
+			// the wait below, a group that keeps a dead member's partitions
+			// after two crashes in a row.
+			o := instanceOptions{datasets: ds, env: []string{failpoint.EnvVar + "=" + spec}, stallTimeoutSeconds: 10}
 			// The maintainer's own points need it busy, and the crash
 			// right after an append is the one that must survive upkeep.
 			switch name {
