@@ -217,6 +217,23 @@ func (e *env) upload(walDir string, tbl *table.Table, n walfile.Name) {
 	}
 }
 
+// keepWAL copies every file of the WAL directory aside and returns the
+// copies' directory and a restore that puts them all back: the local files
+// of a committer that died before deleting them.
+func keepWAL(t *testing.T, wal string) (saved string, restore func()) {
+	t.Helper()
+	saved = t.TempDir()
+	names := walNames(t, wal)
+	for _, n := range names {
+		copyFile(t, filepath.Join(wal, n), filepath.Join(saved, n))
+	}
+	return saved, func() {
+		for _, n := range names {
+			copyFile(t, filepath.Join(saved, n), filepath.Join(wal, n))
+		}
+	}
+}
+
 func copyFile(t *testing.T, src, dst string) int64 {
 	t.Helper()
 	in, err := os.Open(src)

@@ -24,11 +24,7 @@ func TestCommitterCommitLandedBeforeCrash(t *testing.T) {
 	e.commitOffset("clicks", 1, 7)
 
 	// Keep copies of the local files as they were before the commit.
-	saved := t.TempDir()
-	names := walNames(t, wal)
-	for _, n := range names {
-		copyFile(t, filepath.Join(wal, n), filepath.Join(saved, n))
-	}
+	saved, restore := keepWAL(t, wal)
 
 	runPass(t, newCommitter(t, e.config(wal)))
 	if got := walNames(t, wal); len(got) != 0 {
@@ -37,9 +33,7 @@ func TestCommitterCommitLandedBeforeCrash(t *testing.T) {
 	checkSnapshot(t, e.table("clicks"), "clicks", a, b)
 
 	// The crash: every local file is back, as if never deleted.
-	for _, n := range names {
-		copyFile(t, filepath.Join(saved, n), filepath.Join(wal, n))
-	}
+	restore()
 	cm := newCommitter(t, e.config(wal))
 	runPass(t, cm)
 	if got := walNames(t, wal); len(got) != 0 {

@@ -2,7 +2,6 @@ package committer
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -74,20 +73,14 @@ func testLandedThenCompactedAndExpired(t *testing.T, e *env) {
 	b := e.writeSegment(wal, "clicks", 1, 0, clickRows(10, 7, 1), true)
 	e.commitOffset("clicks", 0, 5)
 	e.commitOffset("clicks", 1, 7)
-	saved := t.TempDir()
-	names := walNames(t, wal)
-	for _, n := range names {
-		copyFile(t, filepath.Join(wal, n), filepath.Join(saved, n))
-	}
+	_, restore := keepWAL(t, wal)
 	runPass(t, newCommitter(t, e.config(wal)))
 	checkSnapshot(t, e.table("clicks"), "clicks", a, b)
 
 	compactAndExpire(t, e.table("clicks"))
 
 	// The crash: every local file is back, as if never deleted.
-	for _, n := range names {
-		copyFile(t, filepath.Join(saved, n), filepath.Join(wal, n))
-	}
+	restore()
 	cm := newCommitter(t, e.config(wal))
 	runPass(t, cm)
 	if got := walNames(t, wal); len(got) != 0 {
