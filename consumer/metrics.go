@@ -60,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ingestor_consumer_last_rotation_timestamp_seconds", Help: "Unix time of the last rotation.",
 		}, []string{"dataset"}),
 		volumeUsed: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ingestor_consumer_wal_volume_used_ratio", Help: "How full the WAL volume is, 0 to 1, measured every 5 s.",
+			Name: "ingestor_consumer_wal_volume_used_ratio", Help: "How full the WAL volume is, 0 to 1, measured every 250 ms.",
 		}),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ingestor_consumer_paused", Help: "1 while the dataset's Kafka consumer is paused (backpressure or supervisor).",
