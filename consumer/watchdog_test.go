@@ -100,3 +100,66 @@ func TestWatchdogStopsWhenTheTopicIsRecreated(t *testing.T) {
 		t.Errorf("%d lines about the recreated topic, want 1", n)
 	}
 }
+
+// produceTo writes n events to one partition of the test topic.
+func (e *runEnv) produceTo(t *testing.T, partition int32, from, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.cluster.ListenAddrs()...), kgo.DefaultProduceTopic("clicks_v1"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := from; i < from+n; i++ {
+		cl.Produce(context.Background(), &kgo.Record{Partition: partition, Value: event(i, "a")}, nil)
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWatchdogCountsAPartitionWhoseOwnerReadsNothing puts a second member
+// in the consumer's group that stays in it (its client heartbeats) and
+// takes one partition of two, but never reads or commits: a member whose
+// process hangs, or one the broker forgot to expel. The group calls the
+// partition owned; records wait in it. The watchdog counts it as
+// unassigned once its committed offset has not moved for a file's age
+// plus the stall timeout, reports the episode, and, as the rejoin it
+// forces does not free the partition, ends the consumer with an error.
+func TestWatchdogCountsAPartitionWhoseOwnerReadsNothing(t *testing.T) {
+	var logs syncBuffer
+	e := startConsumer(t, func(c *Consumer) {
+		c.stallAfter = time.Second
+		c.unassignedAfter = time.Second
+		c.log = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	assigned := func() float64 { return testutil.ToFloat64(e.c.m.assigned.WithLabelValues("clicks")) }
+	waitFor(t, "both partitions assigned", 20*time.Second, func() bool { return assigned() == 2 })
+
+	idle, err := kgo.NewClient(kgo.SeedBrokers(e.cluster.ListenAddrs()...),
+		kgo.ConsumerGroup("ingestor-clicks"), kgo.ConsumeTopics("clicks_v1"), kgo.DisableAutoCommit(),
+		kgo.HeartbeatInterval(500*time.Millisecond), kgo.SessionTimeout(sessionTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	waitFor(t, "one partition moved to the idle member", 30*time.Second, func() bool { return assigned() == 1 })
+	e.produceTo(t, 0, 0, 50)
+	e.produceTo(t, 1, 50, 50)
+
+	unassigned := func() float64 { return testutil.ToFloat64(e.c.m.unassigned.WithLabelValues("clicks")) }
+	waitFor(t, "the idle member's partition counted as unassigned", 20*time.Second, func() bool { return unassigned() == 1 })
+	waitFor(t, "the episode reported", 10*time.Second, func() bool { return e.stalled(StallUnassigned) == 1 })
+	select {
+	case err := <-e.done:
+		e.done <- err // for the cleanup
+		if err == nil || !strings.Contains(err.Error(), StallUnassigned) {
+			t.Fatalf("consumer ended with %v, want the watchdog's error about unassigned partitions", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("consumer still running 30 s after the episode began")
+	}
+	if n := strings.Count(logs.String(), `"level":"ERROR","msg":"consumer watchdog: partitions of the topic have no owner`); n != 1 {
+		t.Errorf("%d error lines about unowned partitions, want one for the episode", n)
+	}
+}
