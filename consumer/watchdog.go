@@ -168,27 +168,32 @@ func (d *watchdog) check(ctx context.Context) error {
 			}
 		}
 	}
-	unowned := 0
-	for p := range int32(partitions) {
-		if !ownedBy[p] {
-			unowned++
+	// A group in the middle of a rebalance owns nothing for a moment: its
+	// assignment is looked at again when it is stable, and an episode
+	// under way neither ends nor restarts meanwhile (the rejoin that mend
+	// forces is such a rebalance).
+	if g.State == "Stable" {
+		unowned := 0
+		for p := range int32(partitions) {
+			if !ownedBy[p] {
+				unowned++
+			}
 		}
-	}
-	// A member that died can stay in the group's assignment: a group whose
-	// dead member is never expelled keeps its partitions "owned" for good
-	// (seen after a consumer crashed twice in a row during recovery: the
-	// new member got two partitions of four and nothing more). A partition
-	// of another member whose committed offset has not moved for a file's
-	// age plus the stall timeout while records wait has no live owner
-	// either; the rejoin that mend forces makes the group drop members
-	// that do not rejoin.
-	unowned += d.deadOwned(ctx, ownedBy, mine, partitions)
-	d.l.c.m.unassigned.WithLabelValues(ds.Name).Set(float64(unowned))
-	// A group in the middle of a rebalance owns nothing for a moment.
-	if err := d.judge(StallUnassigned, unowned > 0 && g.State == "Stable", d.unassignedAfter,
-		"partitions of the topic have no owner in the group: a member may hold them without consuming, or the group does not rebalance; check the group's members (kafka-consumer-groups --describe)",
-		"unassigned_partitions", unowned, "group_state", g.State); err != nil {
-		return err
+		// A member that died can stay in the group's assignment: a group
+		// whose dead member is never expelled keeps its partitions "owned"
+		// for good (seen after a consumer crashed twice in a row during
+		// recovery: the new member got two partitions of four and nothing
+		// more). A partition of another member whose committed offset has
+		// not moved for a file's age plus the stall timeout while records
+		// wait has no live owner either; the rejoin that mend forces makes
+		// the group drop members that do not rejoin.
+		unowned += d.deadOwned(ctx, ownedBy, mine, partitions)
+		d.l.c.m.unassigned.WithLabelValues(ds.Name).Set(float64(unowned))
+		if err := d.judge(StallUnassigned, unowned > 0, d.unassignedAfter,
+			"partitions of the topic have no owner in the group: a member may hold them without consuming, or the group does not rebalance; check the group's members (kafka-consumer-groups --describe)",
+			"unassigned_partitions", unowned, "group_state", g.State); err != nil {
+			return err
+		}
 	}
 
 	// Progress: the positions of the partitions this consumer owns,

@@ -157,7 +157,7 @@ func TestWatchdogCountsAPartitionWhoseOwnerReadsNothing(t *testing.T) {
 			t.Fatalf("consumer ended with %v, want the watchdog's error about unassigned partitions", err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("consumer still running 30 s after the episode began")
+		t.Fatalf("consumer still running 30 s after the episode began:\n%s", logs.String())
 	}
 	if n := strings.Count(logs.String(), `"level":"ERROR","msg":"consumer watchdog: partitions of the topic have no owner`); n != 1 {
 		t.Errorf("%d error lines about unowned partitions, want one for the episode", n)
