@@ -190,6 +190,10 @@ type loop struct {
 	// owned counts the partitions assigned to this loop.
 	owned  atomic.Int64
 	failed atomic.Bool // a fatal error ended the loop: revoke must not rotate (fatal.go)
+	// repositionDue asks the poll loop to move the client's positions back
+	// to the committed offsets after the group generation was lost
+	// (rejoin.go).
+	repositionDue atomic.Bool
 	// cur is the record the writer is processing, read by deadLetter to
 	// copy the key, headers and timestamp; only the poll loop touches it.
 	cur *kgo.Record
@@ -304,6 +308,16 @@ func (l *loop) run(drain, hard context.Context) error {
 			// offset.
 			return l.release(hard, log)
 		}
+		if l.repositionDue.Swap(false) {
+			// The generation was lost: these records may come from the old
+			// positions, past what is committed; they are read again.
+			if err := l.reposition(hard); err != nil {
+				l.abandon()
+				return err
+			}
+			l.cl.AllowRebalance()
+			continue
+		}
 		fetches.EachError(func(topic string, p int32, err error) {
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 				return
@@ -330,6 +344,12 @@ func (l *loop) run(drain, hard context.Context) error {
 				l.c.m.lag.WithLabelValues(l.ds.Name, strconv.Itoa(int(p.Partition))).Set(float64(lag))
 			}
 		})
+		if werr != nil && generationLost(werr) {
+			if werr = l.dropGeneration(hard, werr); werr == nil {
+				l.cl.AllowRebalance()
+				continue
+			}
+		}
 		if werr != nil {
 			l.abandon()
 			return fmt.Errorf("dataset %s: %w", l.ds.Name, werr)
@@ -346,7 +366,11 @@ func (l *loop) run(drain, hard context.Context) error {
 		}
 		if now := time.Now(); now.After(nextAge) {
 			nextAge = now.Add(tick)
-			if err := l.w.rotateAged(hard); err != nil {
+			err := l.w.rotateAged(hard)
+			if err != nil && generationLost(err) {
+				err = l.dropGeneration(hard, err)
+			}
+			if err != nil {
 				l.abandon()
 				return fmt.Errorf("dataset %s: %w", l.ds.Name, err)
 			}
@@ -580,7 +604,15 @@ func (l *loop) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), revokeTimeout)
 	defer cancel()
 	if err := l.w.rotate(rctx, ps, TriggerRevoke); err != nil {
-		l.raise(fmt.Errorf("dataset %s: rotate revoked partitions %v: %w", l.ds.Name, ps, err))
+		// The group expelled this member before the revoke's commit
+		// landed: every partition is handled as recovery would, and the
+		// poll loop carries on (rejoin.go).
+		if generationLost(err) {
+			err = l.dropGeneration(rctx, err)
+		}
+		if err != nil {
+			l.raise(fmt.Errorf("dataset %s: rotate revoked partitions %v: %w", l.ds.Name, ps, err))
+		}
 		return
 	}
 	l.w.forget(ps)

@@ -22,6 +22,7 @@ type metrics struct {
 	budgetFlushes *prometheus.CounterVec
 	unassigned    *prometheus.GaugeVec
 	stalled       *prometheus.GaugeVec
+	rejoins       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -80,9 +81,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		stalled: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ingestor_consumer_stalled", Help: "1 while the consumer watchdog sees a problem, by reason: unassigned, no_progress, topic_recreated.",
 		}, []string{"dataset", "reason"}),
+		rejoins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_generations_lost_total", Help: "Times an offset commit found the consumer group generation over (a pause past the session timeout): the partitions were handled as recovery would and the group rejoined, without a restart.",
+		}, []string{"dataset"}),
 	}
 	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.segmentsOpen, m.rotated,
 		m.bytesRotated, m.commits, m.commitFails, m.recovered, m.assigned, m.lastRotateAge,
-		m.volumeUsed, m.paused, m.pausedSeconds, m.lag, m.budgetFlushes, m.unassigned, m.stalled)
+		m.volumeUsed, m.paused, m.pausedSeconds, m.lag, m.budgetFlushes, m.unassigned, m.stalled, m.rejoins)
 	return m
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -56,9 +58,37 @@ func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Clie
 	if err != nil {
 		return err
 	}
+	if !slices.ContainsFunc(files, func(f walfile.File) bool { return f.Topic == ds.Topic }) {
+		return nil
+	}
+	committed, err := fetchCommitted(ctx, ds, cl)
+	if err != nil {
+		return fmt.Errorf("recovery of dataset %s: %w", ds.Name, err)
+	}
+	return recoverFiles(dir, ds, files, committed, nil, tables.FilesInTable(tbl), m, log)
+}
+
+// fetchCommitted reads the committed offsets of the dataset's group.
+func fetchCommitted(ctx context.Context, ds config.Dataset, cl *kgo.Client) (kadm.OffsetResponses, error) {
+	committed, err := kadm.NewClient(cl).FetchOffsets(ctx, ds.ConsumerGroup)
+	if err == nil {
+		err = committed.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read committed offsets of group %s: %w", ds.ConsumerGroup, err)
+	}
+	return committed, nil
+}
+
+// recoverFiles applies recoverDir's rules to the dataset's files among
+// files, or only to those of the given Kafka partitions when partitions is
+// not nil. inTable names the segments known to be in the table; a file
+// past its commit and not named there is kept, which is always safe: the
+// committer adds it or, finding it in the table, deletes the local copy.
+func recoverFiles(dir string, ds config.Dataset, files []walfile.File, committed kadm.OffsetResponses, partitions []int32, inTable map[uuid.UUID]bool, m *metrics, log *slog.Logger) error {
 	var mine []walfile.File
 	for _, f := range files {
-		if f.Topic == ds.Topic {
+		if f.Topic == ds.Topic && (partitions == nil || slices.Contains(partitions, f.Partition)) {
 			mine = append(mine, f)
 		}
 	}
@@ -69,14 +99,6 @@ func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Clie
 	if err != nil {
 		return err
 	}
-	committed, err := kadm.NewClient(cl).FetchOffsets(ctx, ds.ConsumerGroup)
-	if err != nil {
-		return fmt.Errorf("recovery of dataset %s: read committed offsets of group %s: %w", ds.Name, ds.ConsumerGroup, err)
-	}
-	if err := committed.Error(); err != nil {
-		return fmt.Errorf("recovery of dataset %s: read committed offsets of group %s: %w", ds.Name, ds.ConsumerGroup, err)
-	}
-	inTable := tables.FilesInTable(tbl)
 
 	remove := func(f walfile.File, action string) error {
 		if err := walfile.Remove(f.Path); err != nil {

@@ -39,14 +39,17 @@
 //
 // # The points
 //
-// Consumer, in the order of one rotation (consumer/segment.go, writer.go)
-// and of recovery (consumer/recovery.go):
+// Consumer, in the order of one rotation (consumer/segment.go, writer.go),
+// of recovery (consumer/recovery.go) and of a rejoin in place
+// (consumer/rejoin.go):
 //
 //	consumer.before-rename      a segment is closed and fsynced, not yet renamed to ready_
 //	consumer.before-dir-sync    the rotation's renames are done, the directory not yet fsynced
 //	consumer.after-rename       the renames are durable, the offset not yet committed
 //	consumer.after-commit       the offset commit landed, the writer's state not yet updated
 //	consumer.during-recovery    recovery deleted a ready file but not yet its marker
+//	consumer.generation-lost    an offset commit found the group generation over (consumer/rejoin.go);
+//	                            the partitions' open segments and ready files not yet handled
 //
 // Uploader, in the order of one upload (uploader/uploader.go):
 //

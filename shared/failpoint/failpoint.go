@@ -27,6 +27,7 @@ const (
 	ConsumerAfterRename     = "consumer.after-rename"
 	ConsumerAfterCommit     = "consumer.after-commit"
 	ConsumerDuringRecovery  = "consumer.during-recovery"
+	ConsumerGenerationLost  = "consumer.generation-lost"
 	UploaderBeforeObject    = "uploader.before-object"
 	UploaderBeforeMarker    = "uploader.before-marker"
 	UploaderAfterMarker     = "uploader.after-marker"
@@ -41,7 +42,7 @@ const (
 // Names returns every failpoint name, in record-path order.
 func Names() []string {
 	return []string{
-		ConsumerBeforeRename, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery,
+		ConsumerBeforeRename, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery, ConsumerGenerationLost,
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker,
 		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset,
 		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,
