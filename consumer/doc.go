@@ -36,5 +36,8 @@
 // never reach the WAL, and the markers that end transactions advance a
 // partition's committed offset without a row (control.go). A watchdog per
 // dataset (watchdog.go) compares the brokers' view with the consumer's
-// progress and reports, mends or ends a consumer that reads nothing.
+// progress and reports, mends or ends a consumer that reads nothing. A
+// consumer whose offset commit finds the group generation over (it was
+// paused past its session) handles its files as recovery would and
+// rejoins without a restart (rejoin.go).
 package consumer

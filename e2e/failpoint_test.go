@@ -24,7 +24,8 @@ import (
 // runs without the point armed. So each point fires exactly once per
 // instance, and the marker proves it fired. consumer.during-recovery needs
 // something for recovery to delete, so consumer.after-rename is armed with
-// it (with its own marker).
+// it (with its own marker); consumer.generation-lost needs a consumer
+// frozen past its session (frozen_test.go).
 func TestFailpoints(t *testing.T) {
 	names := failpoint.Names()
 	var topics []string
@@ -76,10 +77,28 @@ func TestFailpoints(t *testing.T) {
 			if o.upkeep {
 				rate = 200
 			}
-			for _, d := range ds {
-				if err := w.produce(ctx, d.topic, before, during, rate, at); err != nil {
-					t.Fatal(err)
+			// Only a consumer that wakes up outside its group reaches
+			// consumer.generation-lost: it is frozen (SIGSTOP, SIGCONT)
+			// while the events come, over 20 s.
+			frozen := name == failpoint.ConsumerGenerationLost
+			if frozen {
+				rate = during / 20
+			}
+			produced := make(chan error, 1)
+			go func() {
+				for _, d := range ds {
+					if err := w.produce(ctx, d.topic, before, during, rate, at); err != nil {
+						produced <- err
+						return
+					}
 				}
+				produced <- nil
+			}()
+			if frozen {
+				in.freezeUntil(t, func() bool { _, err := os.Stat(marker); return err == nil })
+			}
+			if err := <-produced; err != nil {
+				t.Fatal(err)
 			}
 			deadline := time.Now().Add(60 * time.Second)
 			for {
