@@ -194,6 +194,8 @@ type loop struct {
 	// to the committed offsets after the group generation was lost
 	// (rejoin.go).
 	repositionDue atomic.Bool
+	// topicID is the topic's id when the loop started; zero if unknown.
+	topicID [16]byte
 	// cur is the record the writer is processing, read by deadLetter to
 	// copy the key, headers and timestamp; only the poll loop touches it.
 	cur *kgo.Record
@@ -263,6 +265,10 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		cl.Close()
 		return nil, err
 	}
+	// The topic's id as the consumer starts: the watchdog compares its
+	// looks with it, so that a topic recreated before its first look is
+	// seen too.
+	l.topicID = topicIDOf(ctx, cl, ds.Topic)
 	return l, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Watchdog reasons, the values of the reason label of
@@ -64,8 +65,24 @@ func newWatchdog(l *loop, log *slog.Logger, stall time.Duration) *watchdog {
 		l: l, log: log, adm: kadm.NewClient(l.cl), now: time.Now, stall: stall,
 		unassignedAfter: 2 * sessionTimeout,
 		since:           map[string]time.Time{}, acted: map[string]time.Time{},
-		theirs: map[int32]idleOwner{},
+		theirs: map[int32]idleOwner{}, topicID: l.topicID,
 	}
+}
+
+// topicIDOf returns the topic's id as the brokers give it now, zero when
+// they do not answer within 10 s or do not know the topic.
+func topicIDOf(ctx context.Context, cl *kgo.Client, topic string) [16]byte {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		return [16]byte{}
+	}
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil {
+		return [16]byte{}
+	}
+	return td.ID
 }
 
 // idleOwner is what the watchdog knows of a partition another member owns.

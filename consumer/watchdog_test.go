@@ -58,19 +58,19 @@ func TestWatchdogResumesPartitionsLeftPaused(t *testing.T) {
 }
 
 // TestWatchdogStopsWhenTheTopicIsRecreated deletes the topic and creates
-// it again under the running consumer: the watchdog says so once and ends
-// the consumer with an error, so that it is restarted and reads the new
-// topic from its start, instead of fetching the old one without end.
+// it again under the running consumer, before the watchdog's first look
+// (every 5 s with the default stall timeout): the watchdog says so once
+// and ends the consumer with an error, so that it is restarted and reads
+// the new topic from its start, instead of fetching the old one without
+// end.
 func TestWatchdogStopsWhenTheTopicIsRecreated(t *testing.T) {
 	var logs syncBuffer
 	e := startConsumer(t, func(c *Consumer) {
-		c.stallAfter = time.Second
 		c.log = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
 	e.produce(t, 0, 50)
 	waitFor(t, "50 records consumed", 20*time.Second, func() bool { return e.consumed() == 50 })
 	waitFor(t, "offsets committed", 20*time.Second, func() bool { return e.committed(t) == 50 })
-	time.Sleep(500 * time.Millisecond) // the watchdog has seen the first topic id
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.cluster.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
