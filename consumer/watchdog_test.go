@@ -49,6 +49,9 @@ func TestWatchdogResumesPartitionsLeftPaused(t *testing.T) {
 	waitFor(t, "the stall reported", 20*time.Second, func() bool { return e.stalled(StallNoProgress) == 1 })
 	waitFor(t, "the waiting records consumed", 20*time.Second, func() bool { return e.consumed() == 200 })
 	waitFor(t, "the stall over", 20*time.Second, func() bool { return e.stalled(StallNoProgress) == 0 })
+	if err := e.c.Healthy(); err != nil {
+		t.Errorf("unhealthy after the stall ended: %v", err)
+	}
 	if n := strings.Count(logs.String(), `"level":"ERROR","msg":"consumer watchdog:`); n != 1 {
 		t.Errorf("%d watchdog error lines, want one for the episode:\n%s", n, logs.String())
 	}
@@ -149,7 +152,14 @@ func TestWatchdogCountsAPartitionWhoseOwnerReadsNothing(t *testing.T) {
 
 	unassigned := func() float64 { return testutil.ToFloat64(e.c.m.unassigned.WithLabelValues("clicks")) }
 	waitFor(t, "the idle member's partition counted as unassigned", 20*time.Second, func() bool { return unassigned() == 1 })
+	if err := e.c.Healthy(); err != nil {
+		t.Errorf("unhealthy before the episode: %v", err)
+	}
 	waitFor(t, "the episode reported", 10*time.Second, func() bool { return e.stalled(StallUnassigned) == 1 })
+	// While it lasts, /healthz fails, for a liveness probe to restart it.
+	if err := e.c.Healthy(); err == nil || !strings.Contains(err.Error(), "stalled (unassigned)") {
+		t.Errorf("Healthy() = %v during the episode, want an error naming it", err)
+	}
 	select {
 	case err := <-e.done:
 		e.done <- err // for the cleanup

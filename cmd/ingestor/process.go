@@ -146,8 +146,13 @@ func roleCommand(name string) func(args []string) int {
 			return exitError
 		}
 		roleStatus := statusOf(r)
-		addr, stopMetrics, err := p.serveMetrics(name,
-			metrics.Route{Pattern: "GET " + status.Path, Handler: status.Handler(name, roleStatus)})
+		routes := []metrics.Route{{Pattern: "GET " + status.Path, Handler: status.Handler(name, roleStatus)}}
+		// A role that can tell it no longer works (the consumer's
+		// watchdog) answers /healthz itself.
+		if h, ok := r.(interface{ Healthy() error }); ok {
+			routes = append(routes, metrics.HealthRoute(h.Healthy))
+		}
+		addr, stopMetrics, err := p.serveMetrics(name, routes...)
 		if err != nil {
 			p.log.Error("serve metrics", "error", err)
 			return exitError

@@ -62,6 +62,23 @@ func PprofRoutes() []Route {
 	}
 }
 
+// HealthRoute answers /healthz with check's verdict instead of a plain
+// "ok": 503 and the error's text while check fails, so that a liveness
+// probe restarts a process that is up but can no longer do its work. A
+// role adds it to Serve's routes; it takes the place of the default
+// answer for GET (and HEAD) requests.
+func HealthRoute(check func() error) Route {
+	return Route{Pattern: "GET /healthz", Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := check(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, err.Error()+"\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})}
+}
+
 // Serve listens on addr (":0" picks a free port) and serves reg on /metrics,
 // a liveness answer on /healthz and the given routes until ctx ends. It returns once the
 // listener is open, with the address actually bound, which it also logs as

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -147,5 +148,32 @@ func TestServeAddressInUse(t *testing.T) {
 	}
 	if _, err := Serve(ctx, addr.String(), reg, nil); err == nil {
 		t.Fatalf("second Serve on %s succeeded, want address in use", addr)
+	}
+}
+
+func TestHealthRoute(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var failing error
+	check := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return failing
+	}
+	addr, err := Serve(ctx, "127.0.0.1:0", NewRegistry("consumer"), nil, HealthRoute(check))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	url := "http://" + addr.String() + "/healthz"
+	if code, body := get(t, client, url); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz = %d %q while the check passes, want 200 ok", code, body)
+	}
+	mu.Lock()
+	failing = errors.New("dataset clicks: consumer stalled (no_progress)")
+	mu.Unlock()
+	if code, body := get(t, client, url); code != http.StatusServiceUnavailable || !strings.Contains(body, "no_progress") {
+		t.Errorf("/healthz = %d %q while the check fails, want 503 with the reason", code, body)
 	}
 }
