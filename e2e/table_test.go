@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,4 +146,35 @@ func TestTableCommands(t *testing.T) {
 		t.Errorf("describe as text:\n%s", text)
 	}
 	t.Logf("e2e: ingestor table on %d rows in %d files over %d snapshots", len(good), len(files), len(snaps))
+}
+
+// TestDemoBannerTableCommands runs what `make run` runs, and then the
+// table commands its banner suggests, with the config and dataset it
+// names, as a newcomer would copy them.
+func TestDemoBannerTableCommands(t *testing.T) {
+	dir := t.TempDir()
+	out, err := exec.Command(binary, "demo", "--dir", dir, "--duration", "8s", "--kafka-port", "0", "--every", "2s", "--rate", "2000").CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`ingestor table describe\|snapshots\|files\|head --config (\S+) --dataset (\S+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("the banner does not suggest the table commands:\n%s", out)
+	}
+	cfgPath, dataset := string(m[1]), string(m[2])
+	for _, sub := range []string{"describe", "snapshots", "files", "head"} {
+		cmd := exec.Command(binary, "table", sub, "--config", cfgPath, "--dataset", dataset, "--output", "json")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("ingestor table %s, as the banner suggests: %v\n%s", sub, err, stderr.String())
+		}
+		if sub == "head" {
+			var rows []map[string]any
+			decode(t, stdout.Bytes(), &rows)
+			if len(rows) != 10 {
+				t.Errorf("table head gave %d rows after the demo, want the default 10", len(rows))
+			}
+		}
+	}
 }

@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// TestTableCommandLine covers what `ingestor table` answers before it
-// opens a catalog: help exits 0, a bad command line exits 2 with a hint.
+// TestTableCommandLine covers what `ingestor table` answers without a
+// table: help exits 0, a bad command line exits 2 with a hint, a catalog
+// that cannot be read exits 1.
 // e2e/table_test.go runs the commands against a table the ingestor wrote.
 func TestTableCommandLine(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "ingestor.yaml")
@@ -44,6 +45,7 @@ datasets:
 		{"unknown dataset", []string{"table", "describe", "--config", cfg, "--dataset", "z"}, 2, []string{`no dataset "z"`}},
 		{"dataset needed", []string{"table", "describe", "--config", cfg}, 2, []string{"--dataset is required: the configuration has 2 datasets"}},
 		{"stray argument", []string{"table", "describe", "web.a", "--config", cfg}, 2, []string{`unexpected argument "web.a"`}},
+		{"no catalog to read", []string{"table", "files", "--config", cfg, "--dataset", "a"}, 1, []string{"ingestor table files: dataset a:"}},
 		{"invalid config", []string{"table", "describe", "--config", filepath.Join(t.TempDir(), "none.yaml")}, 2, []string{"invalid configuration"}},
 	}
 	for _, tt := range tests {

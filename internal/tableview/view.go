@@ -38,7 +38,7 @@ func Open(ctx context.Context, cfg *config.Config, dataset string) (*View, error
 	}
 	cat, err := tables.OpenCatalog(ctx, cfg.Catalog)
 	if err != nil {
-		return nil, redacted(red, err)
+		return nil, redacted(red, fmt.Errorf("dataset %s: %w", d.Name, err))
 	}
 	tbl, err := cat.LoadTable(ctx, table.Identifier(d.TableIdent()))
 	if err != nil {
