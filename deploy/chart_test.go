@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -322,6 +325,26 @@ func TestChartChecksCatchMistakes(t *testing.T) {
 				}
 			}
 			t.Fatalf("checkLayout found %v, want an error with %q", errors.Join(errs...), tt.want)
+		})
+	}
+}
+
+// TestChartLints runs Helm's own chart linter (what `helm lint
+// deploy/helm/ingestor --strict` runs) for both layouts: no warning and no
+// error.
+func TestChartLints(t *testing.T) {
+	kube, err := chartutil.ParseKubeVersion(chartKube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range layouts {
+		t.Run(name, func(t *testing.T) {
+			res := lint.AllWithKubeVersion(chartDir, map[string]any{"layout": name}, "ingest", kube)
+			for _, m := range res.Messages {
+				if m.Severity >= support.WarningSev {
+					t.Errorf("helm lint: %s", m)
+				}
+			}
 		})
 	}
 }
