@@ -3,6 +3,7 @@ package tableview
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,12 +21,19 @@ type File struct {
 	Bytes     int64             `json:"bytes"`
 }
 
-// PartitionText is the partition as name=value pairs in spec order.
+// PartitionText is the partition as name=value pairs, those named in
+// order first (the current spec's fields), then any other (a field of
+// the older spec the file was written with) by name.
 func (f File) PartitionText(order []string) string {
 	parts := make([]string, 0, len(f.Partition))
 	for _, n := range order {
 		if val, ok := f.Partition[n]; ok {
 			parts = append(parts, n+"="+val)
+		}
+	}
+	for _, n := range sortedKeys(f.Partition) {
+		if !slices.Contains(order, n) {
+			parts = append(parts, n+"="+f.Partition[n])
 		}
 	}
 	if len(parts) == 0 {

@@ -283,3 +283,30 @@ func TestOpenUnknownDataset(t *testing.T) {
 		t.Errorf("Open(nope) = %v, want an error naming the datasets", err)
 	}
 }
+
+func TestPartitionText(t *testing.T) {
+	tests := []struct {
+		name string
+		part map[string]string
+		want string
+	}{
+		{"current spec", map[string]string{"ts_day": "2024-03-01", "tenant": "acme"}, "tenant=acme/ts_day=2024-03-01"},
+		{"older spec with another field", map[string]string{"tenant": "acme", "ts_hour": "2024-03-01-10"}, "tenant=acme/ts_hour=2024-03-01-10"},
+		{"unpartitioned", map[string]string{}, "(unpartitioned)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (File{Partition: tt.part}).PartitionText([]string{"tenant", "ts_day"}); got != tt.want {
+				t.Errorf("PartitionText = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	for _, bad := range []string{"tenant", "=acme", ","} {
+		if _, err := ParsePartition(bad); err == nil {
+			t.Errorf("ParsePartition(%q) accepted it", bad)
+		}
+	}
+	if p, err := ParsePartition("tenant=acme/ts_day=2024-03-01"); err != nil || p["ts_day"] != "2024-03-01" || len(p) != 2 {
+		t.Errorf("ParsePartition of a path-style filter = %v, %v", p, err)
+	}
+}

@@ -51,9 +51,6 @@ func Open(ctx context.Context, cfg *config.Config, dataset string) (*View, error
 // Close releases the catalog's connections.
 func (v *View) Close() { closeCatalog(v.cat) }
 
-// Table is the loaded table.
-func (v *View) Table() *table.Table { return v.tbl }
-
 // Redact returns s with the configuration's secrets masked.
 func (v *View) Redact(s string) string { return v.red.String(s) }
 
