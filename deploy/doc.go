@@ -11,6 +11,10 @@
 //     committer as native sidecars that stop after the consumer. common/
 //     holds the ConfigMap with ingestor.yaml and the PodDisruptionBudget;
 //     common/secret.example.yaml shows the Secret of credentials.
+//   - helm/ingestor/: a Helm chart of both layouts, with the configuration,
+//     the Secret (existing or created), resources, the WAL claim and the
+//     metrics ports as values. With its defaults and the release name
+//     ingestor it renders the same objects as kubernetes/.
 //   - grafana/ingestor-dashboard.json and prometheus/alerts.yaml: a
 //     dashboard and alert rules on the metrics the processes export.
 //
@@ -24,7 +28,9 @@
 // agree with it (grace period above the drain budget, probes on the ports
 // the metrics addresses give, the WAL claim mounted at ingestion.wal.dir,
 // Secret keys that exist, a termination order that follows the record
-// path); the Dockerfile's build command builds a static binary; and every
+// path); the Helm chart, rendered with Helm's Go library for both layouts,
+// decodes strictly, passes the same checks, and renders the plain
+// manifests with its default values; the Dockerfile's build command builds a static binary; and every
 // PromQL expression parses and names only metrics and labels that the Go
 // sources register.
 package deploy

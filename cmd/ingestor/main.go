@@ -46,6 +46,7 @@ func commands() map[string]command {
 		role.Maintainer: {roleCommand(role.Maintainer), "one role alone: table upkeep (snapshot expiry, manifest merging, compaction)"},
 		"wal":           {runWAL, "list the WAL directory (wal ls) or look into one file (wal inspect)"},
 		"bloom":         {runBloom, "ask a bloom sidecar whether a data file may hold a value (bloom test)"},
+		"table":         {runTable, "look at a dataset's Iceberg table: describe, snapshots, files, head"},
 		"status":        {runStatus, "what the running ingestor does: processes, volume, lag, uploads, commits"},
 		"bench":         {runBench, "the whole record path against a local broker and Azurite, scored"},
 		"version":       {runVersion, "the version, the commit, and the Go and library versions built in"},

@@ -95,6 +95,8 @@ func Run(ctx context.Context, o Options) error {
 	fmt.Fprintf(o.Out, "demo: broker %s, topic %s, table %s, config %s\n", k.Addrs()[0], Topic, cfg.Datasets[0].Table, cfgPath)
 	fmt.Fprintf(o.Out, "demo: metrics at http://127.0.0.1:{%d,%d,%d,%d}/metrics, logs in %s; see it with: ingestor status --config %s; Ctrl-C stops in order\n",
 		ports[0], ports[1], ports[2], ports[3], filepath.Join(o.Dir, "ingestor.log"), cfgPath)
+	fmt.Fprintf(o.Out, "demo: look at the table it writes with: ingestor table describe|snapshots|files|head --config %s --dataset %s\n",
+		cfgPath, cfg.Datasets[0].Name)
 
 	gen, err := devenv.NewGenerator(k.Addrs(), Topic)
 	if err != nil {
