@@ -64,15 +64,10 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 		tbl = next
 		m.done(d.Name, stepManifests)
 	}
-	var plan compactionPlan
-	if next, err := m.retry(ctx, cat, tbl, func(t *table.Table, tx *table.Transaction) (bool, error) {
-		var err error
-		plan, err = m.stageCompaction(ctx, t, tx)
-		return plan.groups > 0, err
-	}); err != nil {
+	if next, plan, err := m.compact(ctx, log, cat, tbl); err != nil {
 		m.fail(ctx, log, d.Name, stepCompact, err)
 	} else {
-		if next != tbl {
+		if plan.groups > 0 {
 			m.metrics.runs.WithLabelValues(d.Name, stepCompact).Inc()
 			m.metrics.rewrittenBytes.WithLabelValues(d.Name).Add(float64(plan.bytes))
 			m.metrics.rewrittenFiles.WithLabelValues(d.Name).Add(float64(plan.files))
@@ -183,6 +178,17 @@ func (m *Maintainer) expire(tbl *table.Table, tx *table.Transaction) (bool, erro
 	for _, s := range snaps {
 		if s.TimestampMs < cutoff {
 			old++
+		}
+	}
+	// The cap (maintenance.maxSnapshots), for tables that leave the age
+	// to the ingestor: an hour of snapshots is 180 at the default commit
+	// interval but thousands at a short one, and each is about 1 KB of
+	// metadata.json that every commit writes and every reader parses.
+	// Beyond the cap the newest cap snapshots are kept whatever their age.
+	if _, set := props[table.MaxSnapshotAgeMsKey]; !set && m.cfg.Maintenance.MaxSnapshots > 0 {
+		if limit := max(m.cfg.Maintenance.MaxSnapshots, keep); len(snaps)-old > limit {
+			opts = []table.ExpireSnapshotsOpt{table.WithOlderThan(0), table.WithRetainLast(limit)}
+			old = len(snaps) - limit
 		}
 	}
 	if old == 0 || len(snaps) <= keep {

@@ -26,6 +26,8 @@ const (
 	DefaultStallTimeoutSeconds         = 120
 	DefaultMaintenanceIntervalSeconds  = 60
 	DefaultMaintenanceMaxManifests     = 100
+	DefaultMaintenanceCompactionFanIn  = 8
+	DefaultMaintenanceMaxSnapshots     = 500
 )
 
 // Config is the whole configuration file.
@@ -50,9 +52,13 @@ type Maintenance struct {
 	// more data manifests than this.
 	MaxManifests int `yaml:"maxManifests"`
 	// CompactionFanIn is how many small files of one size level and
-	// partition merge into one, at least 2; 0, the default, leaves
-	// compaction off.
+	// partition merge into one, at least 2; DefaultMaintenanceCompactionFanIn
+	// unless the file sets it; 0 switches compaction off.
 	CompactionFanIn int `yaml:"compactionFanIn"`
+	// MaxSnapshots caps the snapshots kept of a table that sets no
+	// history.expire.max-snapshot-age-ms, whatever their age, so that a
+	// fast commit rate cannot grow metadata.json past the cap; 0 is no cap.
+	MaxSnapshots int `yaml:"maxSnapshots"`
 }
 
 // MaintenanceInterval returns maintenance.intervalSeconds as a duration.
