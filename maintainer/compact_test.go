@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -369,5 +370,68 @@ func TestCompactionRewritesEachByteOncePerLevel(t *testing.T) {
 	}
 	if got := ids(t, tbl); !slices.Equal(got, want) {
 		t.Errorf("ids after compaction: %d rows, want %d", len(got), len(want))
+	}
+}
+
+// An object under the table's location that no metadata refers to is
+// deleted once older than the margin, in the data and the metadata
+// directory alike (what a crash during expiry or compaction leaves); a
+// just-written one, like a segment the committer has not appended yet, is
+// not; no referenced file goes.
+func TestOrphanCleanupDeletesOnlyOldOrphans(t *testing.T) {
+	dir := t.TempDir()
+	cfg := wideConfig(dir, nil)
+	cfg.Maintenance.CompactionFanIn = 0
+	for i := range int64(3) {
+		appendNotes(t, cfg, []int64{i})
+	}
+	tbl := loadTable(t, cfg)
+	root := strings.TrimPrefix(tbl.Location(), "file://")
+	old := time.Now().Add(-73 * time.Hour)
+	write := func(rel string, at time.Time) string {
+		p := filepath.Join(root, rel)
+		if err := os.WriteFile(p, []byte("orphan"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	oldData := write("data/"+CompactedPrefix+"left-by-a-crash.parquet", old)
+	oldMeta := write("metadata/left-by-expiry-m0.avro", old)
+	fresh := write("data/uploaded-not-yet-appended.parquet", time.Now())
+
+	m, reg := newMaintainer(t, cfg)
+	m.orphanAge = 72 * time.Hour
+	m.pass(context.Background())
+	for _, p := range []string{oldData, oldMeta} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("old orphan %s not deleted", filepath.Base(p))
+		}
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a just-written object was deleted: %v", err)
+	}
+	after := loadTable(t, cfg)
+	for _, f := range liveFiles(t, after) {
+		if _, err := os.Stat(strings.TrimPrefix(f.FilePath(), "file://")); err != nil {
+			t.Errorf("live data file deleted: %v", err)
+		}
+	}
+	if got := ids(t, after); !slices.Equal(got, []int64{0, 1, 2}) {
+		t.Errorf("ids %v, want [0 1 2]", got)
+	}
+	if got := testutil.ToFloat64(m.metrics.orphanFiles.WithLabelValues("events")); got != 2 {
+		t.Errorf("orphans deleted %v, want 2", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "ingestor_maintainer_orphan_files_deleted_total"); err != nil || n != 1 {
+		t.Errorf("orphan metric: %d series, %v", n, err)
+	}
+	// Not again within the interval: the listing is the costly part.
+	write("data/second.parquet", old)
+	m.pass(context.Background())
+	if _, err := os.Stat(filepath.Join(root, "data/second.parquet")); err != nil {
+		t.Errorf("the cleanup ran again within its interval: %v", err)
 	}
 }

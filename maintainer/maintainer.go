@@ -43,11 +43,16 @@ type Maintainer struct {
 	// beforeCommit, when set, runs before each catalog commit; tests use
 	// it to make the committer append at that moment.
 	beforeCommit func(attempt int)
+	// orphanAge is maintenance.orphanAgeHours (0: no orphan cleanup);
+	// orphanInterval is DefaultOrphanInterval, tests shorten both.
+	orphanAge      time.Duration
+	orphanInterval time.Duration
 
 	mu  sync.Mutex
 	cat catalog.Catalog
 
-	state passState // the last outcome of each step, for Status
+	state       passState            // the last outcome of each step, for Status
+	lastOrphans map[string]time.Time // dataset -> last orphan cleanup, under mu
 }
 
 // New builds the maintainer of cfg's datasets. It connects to nothing yet.
@@ -71,6 +76,8 @@ func New(cfg *config.Config, opts role.Options) (*Maintainer, error) {
 		now:      time.Now,
 
 		maxSnapshotAge: DefaultMaxSnapshotAge,
+		orphanAge:      time.Duration(cfg.Maintenance.OrphanAgeHours * float64(time.Hour)),
+		orphanInterval: DefaultOrphanInterval,
 	}, nil
 }
 

@@ -81,6 +81,21 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 		tbl = next
 		m.done(d.Name, stepCompact)
 	}
+	// Last, on the table after the other steps: the files expiry and
+	// compaction left behind are among the orphans.
+	if m.orphansDue(d.Name) {
+		if n, size, err := m.deleteOrphans(ctx, tbl); err != nil {
+			m.fail(ctx, log, d.Name, stepOrphans, err)
+		} else {
+			if n > 0 {
+				m.metrics.runs.WithLabelValues(d.Name, stepOrphans).Inc()
+				m.metrics.orphanFiles.WithLabelValues(d.Name).Add(float64(n))
+				m.metrics.orphanBytes.WithLabelValues(d.Name).Add(float64(size))
+				log.Info("deleted orphan files", "files", n, "bytes", size)
+			}
+			m.done(d.Name, stepOrphans)
+		}
+	}
 	m.observe(ctx, log, d.Name, tbl)
 }
 

@@ -28,6 +28,7 @@ const (
 	DefaultMaintenanceMaxManifests     = 100
 	DefaultMaintenanceCompactionFanIn  = 8
 	DefaultMaintenanceMaxSnapshots     = 500
+	DefaultMaintenanceOrphanAgeHours   = 72
 )
 
 // Config is the whole configuration file.
@@ -59,6 +60,10 @@ type Maintenance struct {
 	// history.expire.max-snapshot-age-ms, whatever their age, so that a
 	// fast commit rate cannot grow metadata.json past the cap; 0 is no cap.
 	MaxSnapshots int `yaml:"maxSnapshots"`
+	// OrphanAgeHours is the age past which an object under a table's
+	// location that no metadata refers to is deleted; 0 switches the
+	// orphan cleanup off.
+	OrphanAgeHours float64 `yaml:"orphanAgeHours"`
 }
 
 // MaintenanceInterval returns maintenance.intervalSeconds as a duration.

@@ -40,6 +40,7 @@ func Parse(doc []byte) (*Config, error) {
 		Enabled:         true,
 		CompactionFanIn: DefaultMaintenanceCompactionFanIn,
 		MaxSnapshots:    DefaultMaintenanceMaxSnapshots,
+		OrphanAgeHours:  DefaultMaintenanceOrphanAgeHours,
 	}}
 	if len(root.Content) == 0 {
 		return nil, &KeyError{Problem: "empty configuration"}
@@ -252,6 +253,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Maintenance.CompactionFanIn < 0 || c.Maintenance.CompactionFanIn == 1 {
 		bad("maintenance.compactionFanIn", "must be at least 2, got %v", c.Maintenance.CompactionFanIn)
+	}
+	if c.Maintenance.OrphanAgeHours < 0 {
+		bad("maintenance.orphanAgeHours", "must be positive or 0 (no orphan cleanup), got %v", c.Maintenance.OrphanAgeHours)
 	}
 	if c.Maintenance.MaxSnapshots < 0 {
 		bad("maintenance.maxSnapshots", "must be positive or 0 (no cap), got %v", c.Maintenance.MaxSnapshots)
