@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -21,6 +22,11 @@ const (
 	// table catching up after an outage is worked down over several
 	// short passes.
 	maxCompactGroups = 16
+	// maxCompactAttempts bounds the commits of a compaction in one pass.
+	// More than the other steps: its retry is one reload and one commit
+	// of files already written, and a committer at a short interval
+	// appends between most reloads and commits.
+	maxCompactAttempts = 12
 )
 
 // compaction is what one pass's compaction step staged.
@@ -120,6 +126,7 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 	if err != nil || len(groups) == 0 {
 		return tbl, p, err
 	}
+	base := tbl.CurrentSnapshot().SnapshotID
 	var done []compacted
 	// cleanup deletes the written files of the groups not committed.
 	// They are orphans, which the orphan cleanup would also find, later.
@@ -134,7 +141,15 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 			}
 		}
 	}
+	start := time.Now()
 	for _, g := range groups {
+		// A pass on a busy machine may not write every group: once half
+		// the pass's time is gone, the groups written so far are
+		// committed and the rest wait for the next pass.
+		if dl, ok := ctx.Deadline(); ok && len(done) > 0 && time.Since(start) > time.Until(dl) {
+			log.Info("compaction step out of time; the next pass writes the remaining groups", "written", len(done), "groups", len(groups))
+			break
+		}
 		c, err := compactGroup(ctx, tbl, g)
 		if err != nil {
 			cleanup(done)
@@ -144,7 +159,10 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 	}
 	for attempt := 1; ; attempt++ {
 		var gone []compacted
-		if attempt > 1 {
+		// Appends since the plan leave every input live: the retry needs
+		// no new file listing, only the reloaded table, so it is quick
+		// enough to land between two appends of a busy committer.
+		if attempt > 1 && !onlyAppendsSince(tbl, base) {
 			done, gone, err = stillLive(ctx, tbl, done)
 			if err != nil {
 				cleanup(append(done, gone...))
@@ -181,7 +199,7 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 			// its files with it. Nothing is deleted.
 			return tbl, p, fmt.Errorf("commit the replace (attempt %d): %w", attempt, err)
 		}
-		if attempt >= maxAttempts || ctx.Err() != nil {
+		if attempt >= maxCompactAttempts || ctx.Err() != nil {
 			cleanup(done)
 			return tbl, p, fmt.Errorf("commit the replace (attempt %d): %w", attempt, err)
 		}
@@ -190,6 +208,22 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 			return tbl, p, fmt.Errorf("reload table after a conflict: %w", err)
 		}
 	}
+}
+
+// onlyAppendsSince reports whether every snapshot of tbl's current
+// lineage after base is an append: then the data files live at base
+// still are.
+func onlyAppendsSince(tbl *table.Table, base int64) bool {
+	meta := tbl.Metadata()
+	for s := tbl.CurrentSnapshot(); s != nil && s.SnapshotID != base; {
+		if s.Summary == nil || s.Summary.Operation != table.OpAppend || s.ParentSnapshotID == nil {
+			return false
+		}
+		if s = meta.SnapshotByID(*s.ParentSnapshotID); s == nil {
+			return false // expired in between: list the files
+		}
+	}
+	return true
 }
 
 // stillLive splits cs into the groups whose input files are all live data

@@ -30,6 +30,7 @@ type metrics struct {
 	rewrittenFiles *prometheus.CounterVec
 	orphanFiles    *prometheus.CounterVec
 	orphanBytes    *prometheus.CounterVec
+	leaseHeld      *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -82,12 +83,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_maintainer_orphan_files_deleted_total",
 			Help: "Objects under the table's location that no metadata referred to, deleted once older than maintenance.orphanAgeHours.",
 		}, []string{"dataset"}),
+		leaseHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_lease_held",
+			Help: "1 while this pod's maintainer holds the table's lease (partition 0 of the dataset's topic in the group <consumerGroup>.maintainer), 0 while another pod's does.",
+		}, []string{"dataset"}),
 		orphanBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_maintainer_orphan_bytes_deleted_total",
 			Help: "Bytes of the orphan objects deleted.",
 		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes} {
+	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.leaseHeld} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register maintainer metrics: %w", err)
 		}

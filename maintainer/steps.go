@@ -20,6 +20,15 @@ import (
 // own, then records the table's health.
 func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 	log := m.log.With("dataset", d.Name, "table", d.Table)
+	release, ok := m.lease.hold(d.Name)
+	m.metrics.leaseHeld.WithLabelValues(d.Name).Set(map[bool]float64{true: 1}[ok])
+	if !ok {
+		log.Debug("another pod's maintainer holds the table's lease")
+		return
+	}
+	// Held to the end of the pass: a rebalance that takes the lease away
+	// waits for it.
+	defer release()
 	cat, err := m.catalog(ctx)
 	if err != nil {
 		m.fail(ctx, log, d.Name, stepLoad, fmt.Errorf("open catalog: %w", err))

@@ -29,6 +29,7 @@ const (
 	DefaultMaintenanceCompactionFanIn  = 8
 	DefaultMaintenanceMaxSnapshots     = 500
 	DefaultMaintenanceOrphanAgeHours   = 72
+	DefaultMaintenanceLease            = "kafka"
 )
 
 // Config is the whole configuration file.
@@ -64,6 +65,9 @@ type Maintenance struct {
 	// location that no metadata refers to is deleted; 0 switches the
 	// orphan cleanup off.
 	OrphanAgeHours float64 `yaml:"orphanAgeHours"`
+	// Lease is how one maintainer per table is chosen across pods:
+	// DefaultMaintenanceLease (Kafka group membership) or "none".
+	Lease string `yaml:"lease"`
 }
 
 // MaintenanceInterval returns maintenance.intervalSeconds as a duration.
@@ -313,6 +317,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Maintenance.IntervalSeconds == 0 {
 		c.Maintenance.IntervalSeconds = DefaultMaintenanceIntervalSeconds
+	}
+	if c.Maintenance.Lease == "" {
+		c.Maintenance.Lease = DefaultMaintenanceLease
 	}
 	if c.Maintenance.MaxManifests == 0 {
 		c.Maintenance.MaxManifests = DefaultMaintenanceMaxManifests

@@ -254,6 +254,9 @@ func (c *Config) Validate() error {
 	if c.Maintenance.CompactionFanIn < 0 || c.Maintenance.CompactionFanIn == 1 {
 		bad("maintenance.compactionFanIn", "must be at least 2, got %v", c.Maintenance.CompactionFanIn)
 	}
+	if l := c.Maintenance.Lease; l != "" && l != "kafka" && l != "none" {
+		bad("maintenance.lease", "must be kafka or none, got %q", l)
+	}
 	if c.Maintenance.OrphanAgeHours < 0 {
 		bad("maintenance.orphanAgeHours", "must be positive or 0 (no orphan cleanup), got %v", c.Maintenance.OrphanAgeHours)
 	}
