@@ -12,11 +12,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/google/uuid"
 
 	"github.com/icewal/ingestor/shared/failpoint"
+	"github.com/icewal/ingestor/shared/parquetfmt"
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
@@ -28,10 +28,6 @@ const flushRows = 16384
 // flushBytes bounds the JSON payload bytes buffered per segment before a
 // row group is written, for wide rows.
 const flushBytes = 32 << 20
-
-// dictPageLimit is the dictionary size at which a column chunk falls back
-// to plain encoding.
-const dictPageLimit = 64 << 10
 
 // countingWriter counts the bytes written to the segment file, which is the
 // size rotation compares with ingestion.wal.maxFileSizeBytes. While a row
@@ -110,22 +106,10 @@ type segment struct {
 	roomy func() bool
 }
 
-// writerProps are the Parquet settings of every segment: zstd, statistics
-// on (the committer builds the table's column metrics from the footer).
+// writerProps are the Parquet settings of every segment, shared with the
+// maintainer's compacted files (parquetfmt.WriterProperties).
 func writerProps(mem memory.Allocator) *parquet.WriterProperties {
-	return parquet.NewWriterProperties(
-		parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithCompressionLevel(1),
-		parquet.WithStats(true),
-		// A column chunk whose dictionary passes 64 KiB (8 bytes a row
-		// in a full 8192-row group) is high-cardinality: ids, e-mail
-		// addresses, free text. It falls back to plain encoding rather
-		// than hashing every remaining value into a dictionary that
-		// cannot pay off. Low-cardinality columns keep their dictionary.
-		parquet.WithDictionaryPageSizeLimit(dictPageLimit),
-		parquet.WithMaxRowGroupLength(1<<20),
-		parquet.WithAllocator(mem),
-	)
+	return parquetfmt.WriterProperties(mem)
 }
 
 // openSegment creates a new active_* file for topic/partition. Its Parquet
@@ -158,7 +142,7 @@ func (s *segment) writer() (*pqarrow.FileWriter, error) {
 	if s.w != nil {
 		return s.w, nil
 	}
-	w, err := pqarrow.NewFileWriter(s.schema, s.cw, writerProps(s.mem), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	w, err := pqarrow.NewFileWriter(s.schema, s.cw, writerProps(s.mem), parquetfmt.ArrowWriterProperties())
 	if err != nil {
 		return nil, fmt.Errorf("open segment writer %s: %w", s.name, err)
 	}

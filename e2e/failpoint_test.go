@@ -57,7 +57,7 @@ func TestFailpoints(t *testing.T) {
 			case failpoint.MaintainerAfterExpire, failpoint.MaintainerAfterManifest, failpoint.CommitterAfterAppend:
 				o.upkeep = true
 			case failpoint.MaintainerAfterCompact:
-				o.upkeep, o.compactionFanIn = true, 2 // compaction is off by default
+				o.upkeep, o.compactionFanIn = true, 2 // a merge at every pass
 			}
 			in := w.newInstance("fp-"+name, o)
 			defer in.dumpLogs()

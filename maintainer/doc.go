@@ -21,11 +21,20 @@
 //     for tables that do not merge them at each append. Metadata only.
 //   - compacts small files per partition and size level (compact.go):
 //     maintenance.compactionFanIn files of one level merge into one a
-//     level up, so a
-//     byte is rewritten once per level, not at every merge. The rewrite
-//     (Transaction.RewriteDataFiles) reads each file once, writes the rows
-//     with the table's schema and write properties, and commits a replace
-//     snapshot that changes no row.
+//     level up, so a byte is rewritten once per level, not at every
+//     merge. Each group's file is written by rewrite.go: the group's files
+//     read once, their rows written with the consumer's Parquet settings
+//     (shared/parquetfmt) and the table schema's field ids, as one sorted
+//     run in the table's sort order where it has one. One replace
+//     snapshot of all groups commits them, and changes no row.
+//   - deletes orphans (orphans.go), hourly: objects under the table's
+//     location that no metadata refers to, older than
+//     maintenance.orphanAgeHours, which is what protects the uploader's
+//     segments waiting for their append.
+//
+// The snapshot expiry also caps the snapshots of a table that leaves
+// retention to the ingestor at maintenance.maxSnapshots, so that a short
+// commit interval cannot grow metadata.json past about 500 KB.
 //
 // Old metadata.json versions are not the maintainer's job: the tables the
 // ingestor creates carry write.metadata.delete-after-commit.enabled and
@@ -36,10 +45,12 @@
 // optimistic concurrency: when the committer appended in between, the
 // step's commit fails its requirement, nothing is written, and the step is
 // redone on the reloaded table a few times, else left to the next pass.
-// The committer's append, for its part, retries a conflict at once on the
-// reloaded table, and the maintainer commits at most three times per table per
-// interval: an append never waits for upkeep, and a conflict costs it one
-// reload. No step adds or removes a row, so nothing can be lost or
+// Compaction does its slow part, reading and writing data, before its
+// commit and once: a conflict re-commits the same files on the reloaded
+// table (without a new listing when only appends came in between). The
+// committer's append, for its part, retries a conflict at once on the
+// reloaded table: an append never waits for upkeep, and a conflict costs
+// it one reload. No step adds or removes a row, so nothing can be lost or
 // doubled by a conflict.
 //
 // Exactly once. After expiry, the snapshot summaries that named a
@@ -50,14 +61,17 @@
 // committer's restart that the segment is in the table.
 //
 // Crashes. A step is one commit: dying before it leaves the table as it
-// was (a compaction's written files become orphans, which only cost
-// storage), dying after it (failpoints maintainer.after-expire,
+// was (a compaction's written files become orphans, which the orphan
+// cleanup deletes), dying after it (failpoints maintainer.after-expire,
 // maintainer.after-manifests, maintainer.after-compact) leaves the step
 // done, and dying during the deletion of expired files leaves some
 // objects that no metadata refers to. The next start does the next pass.
 //
-// Several pods. Each pod's maintainer upkeeps every dataset's table; the
-// steps commit with optimistic concurrency, so two maintainers on one
-// table cost a retried commit (and, for compaction, wasted work and
-// orphaned files), never a wrong table. A lease per table is not built.
+// Several pods. One maintainer per table (lease.go): each pod's
+// maintainer joins the Kafka group <consumerGroup>.maintainer of each
+// dataset and upkeeps the table only while it is assigned partition 0 of
+// the topic; a rebalance that takes it away waits for the pass under way.
+// Should two ever overlap (a member that lost its session without knowing
+// it yet), the steps' optimistic concurrency still makes it a retried
+// commit and a deleted compaction file, never a wrong table.
 package maintainer

@@ -43,11 +43,19 @@ type Maintainer struct {
 	// beforeCommit, when set, runs before each catalog commit; tests use
 	// it to make the committer append at that moment.
 	beforeCommit func(attempt int)
+	// orphanAge is maintenance.orphanAgeHours (0: no orphan cleanup);
+	// orphanInterval is DefaultOrphanInterval, tests shorten both.
+	orphanAge      time.Duration
+	orphanInterval time.Duration
 
 	mu  sync.Mutex
 	cat catalog.Catalog
+	// lease tells which tables this pod's maintainer upkeeps (lease.go);
+	// nil, as in tests that call pass, is every table.
+	lease *leases
 
-	state passState // the last outcome of each step, for Status
+	state       passState            // the last outcome of each step, for Status
+	lastOrphans map[string]time.Time // dataset -> last orphan cleanup, under mu
 }
 
 // New builds the maintainer of cfg's datasets. It connects to nothing yet.
@@ -71,6 +79,8 @@ func New(cfg *config.Config, opts role.Options) (*Maintainer, error) {
 		now:      time.Now,
 
 		maxSnapshotAge: DefaultMaxSnapshotAge,
+		orphanAge:      time.Duration(cfg.Maintenance.OrphanAgeHours * float64(time.Hour)),
+		orphanInterval: DefaultOrphanInterval,
 	}, nil
 }
 
@@ -79,6 +89,14 @@ func New(cfg *config.Config, opts role.Options) (*Maintainer, error) {
 // the pass under way: a step cut short commits nothing.
 func (m *Maintainer) Run(ctx context.Context) error {
 	defer m.closeCatalog()
+	l, err := newLeases(m.cfg, m.log)
+	if err != nil {
+		return err
+	}
+	m.lease = l
+	// Leaving the groups last, once no pass runs: another pod takes the
+	// tables over at once.
+	defer l.close()
 	m.log.Info("maintainer started", "interval", m.interval.String(), "datasets", len(m.cfg.Datasets))
 	tick := time.NewTicker(m.interval)
 	defer tick.Stop()

@@ -345,3 +345,35 @@ func TestLevel(t *testing.T) {
 		}
 	}
 }
+
+// A table that leaves retention to the ingestor keeps at most
+// maintenance.maxSnapshots snapshots, however young: a short commit
+// interval fills the hour of the default age with thousands, and each is
+// metadata.json that every commit writes. A table that sets its own age
+// keeps what its age says.
+func TestMaintainerCapsYoungSnapshots(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		props map[string]string
+		want  int
+	}{
+		{"ingestor retention", map[string]string{table.WriteTargetFileSizeBytesKey: "1"}, 12},
+		{"table retention", map[string]string{table.WriteTargetFileSizeBytesKey: "1", table.MaxSnapshotAgeMsKey: "3600000"}, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig(dir, tc.props)
+			cfg.Maintenance.MaxSnapshots = 12
+			appendRows(t, cfg, 0, 30)
+			m, _ := newMaintainer(t, cfg)
+			m.pass(context.Background())
+			tbl := loadTable(t, cfg)
+			if got := len(tbl.Metadata().Snapshots()); got != tc.want {
+				t.Errorf("%d snapshots kept, want %d", got, tc.want)
+			}
+			if got := len(ids(t, tbl)); got != 30 {
+				t.Errorf("%d rows, want 30", got)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ const (
 	stepManifests = "manifests"
 	stepCompact   = "compact"
 	stepLoad      = "load"
+	stepOrphans   = "orphans"
 )
 
 // metrics are the maintainer's Prometheus metrics.
@@ -27,17 +28,20 @@ type metrics struct {
 	smallFiles     *prometheus.GaugeVec
 	rewrittenBytes *prometheus.CounterVec
 	rewrittenFiles *prometheus.CounterVec
+	orphanFiles    *prometheus.CounterVec
+	orphanBytes    *prometheus.CounterVec
+	leaseHeld      *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_maintainer_steps_total",
-			Help: "Upkeep steps that committed a change, by step: expire, manifests, compact.",
+			Help: "Upkeep steps that committed a change, by step: expire, manifests, compact, orphans.",
 		}, []string{"dataset", "step"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_maintainer_step_failures_total",
-			Help: "Upkeep steps that failed (after their conflict retries), by step: load, expire, manifests, compact.",
+			Help: "Upkeep steps that failed (after their conflict retries), by step: load, expire, manifests, compact, orphans.",
 		}, []string{"dataset", "step"}),
 		lastRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ingestor_maintainer_last_step_timestamp_seconds",
@@ -75,8 +79,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_maintainer_rewritten_files_total",
 			Help: "Data files that compaction replaced.",
 		}, []string{"dataset"}),
+		orphanFiles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_orphan_files_deleted_total",
+			Help: "Objects under the table's location that no metadata referred to, deleted once older than maintenance.orphanAgeHours.",
+		}, []string{"dataset"}),
+		leaseHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_lease_held",
+			Help: "1 while this pod's maintainer holds the table's lease (partition 0 of the dataset's topic in the group <consumerGroup>.maintainer), 0 while another pod's does.",
+		}, []string{"dataset"}),
+		orphanBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_orphan_bytes_deleted_total",
+			Help: "Bytes of the orphan objects deleted.",
+		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.rewrittenBytes, m.rewrittenFiles} {
+	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.leaseHeld} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register maintainer metrics: %w", err)
 		}
@@ -89,10 +105,12 @@ func (m *metrics) initDataset(name string) {
 	m.expired.WithLabelValues(name)
 	m.rewrittenBytes.WithLabelValues(name)
 	m.rewrittenFiles.WithLabelValues(name)
-	for _, s := range []string{stepExpire, stepManifests, stepCompact} {
+	m.orphanFiles.WithLabelValues(name)
+	m.orphanBytes.WithLabelValues(name)
+	for _, s := range []string{stepExpire, stepManifests, stepCompact, stepOrphans} {
 		m.runs.WithLabelValues(name, s)
 	}
-	for _, s := range []string{stepLoad, stepExpire, stepManifests, stepCompact} {
+	for _, s := range []string{stepLoad, stepExpire, stepManifests, stepCompact, stepOrphans} {
 		m.failures.WithLabelValues(name, s)
 	}
 }

@@ -20,6 +20,15 @@ import (
 // own, then records the table's health.
 func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 	log := m.log.With("dataset", d.Name, "table", d.Table)
+	release, ok := m.lease.hold(d.Name)
+	m.metrics.leaseHeld.WithLabelValues(d.Name).Set(map[bool]float64{true: 1}[ok])
+	if !ok {
+		log.Debug("another pod's maintainer holds the table's lease")
+		return
+	}
+	// Held to the end of the pass: a rebalance that takes the lease away
+	// waits for it.
+	defer release()
 	cat, err := m.catalog(ctx)
 	if err != nil {
 		m.fail(ctx, log, d.Name, stepLoad, fmt.Errorf("open catalog: %w", err))
@@ -64,15 +73,10 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 		tbl = next
 		m.done(d.Name, stepManifests)
 	}
-	var plan compactionPlan
-	if next, err := m.retry(ctx, cat, tbl, func(t *table.Table, tx *table.Transaction) (bool, error) {
-		var err error
-		plan, err = m.stageCompaction(ctx, t, tx)
-		return plan.groups > 0, err
-	}); err != nil {
+	if next, plan, err := m.compact(ctx, log, cat, tbl); err != nil {
 		m.fail(ctx, log, d.Name, stepCompact, err)
 	} else {
-		if next != tbl {
+		if plan.groups > 0 {
 			m.metrics.runs.WithLabelValues(d.Name, stepCompact).Inc()
 			m.metrics.rewrittenBytes.WithLabelValues(d.Name).Add(float64(plan.bytes))
 			m.metrics.rewrittenFiles.WithLabelValues(d.Name).Add(float64(plan.files))
@@ -85,6 +89,21 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 		m.metrics.smallFiles.WithLabelValues(d.Name).Set(float64(plan.small))
 		tbl = next
 		m.done(d.Name, stepCompact)
+	}
+	// Last, on the table after the other steps: the files expiry and
+	// compaction left behind are among the orphans.
+	if m.orphansDue(d.Name) {
+		if n, size, err := m.deleteOrphans(ctx, tbl); err != nil {
+			m.fail(ctx, log, d.Name, stepOrphans, err)
+		} else {
+			if n > 0 {
+				m.metrics.runs.WithLabelValues(d.Name, stepOrphans).Inc()
+				m.metrics.orphanFiles.WithLabelValues(d.Name).Add(float64(n))
+				m.metrics.orphanBytes.WithLabelValues(d.Name).Add(float64(size))
+				log.Info("deleted orphan files", "files", n, "bytes", size)
+			}
+			m.done(d.Name, stepOrphans)
+		}
 	}
 	m.observe(ctx, log, d.Name, tbl)
 }
@@ -183,6 +202,17 @@ func (m *Maintainer) expire(tbl *table.Table, tx *table.Transaction) (bool, erro
 	for _, s := range snaps {
 		if s.TimestampMs < cutoff {
 			old++
+		}
+	}
+	// The cap (maintenance.maxSnapshots), for tables that leave the age
+	// to the ingestor: an hour of snapshots is 180 at the default commit
+	// interval but thousands at a short one, and each is about 1 KB of
+	// metadata.json that every commit writes and every reader parses.
+	// Beyond the cap the newest cap snapshots are kept whatever their age.
+	if _, set := props[table.MaxSnapshotAgeMsKey]; !set && m.cfg.Maintenance.MaxSnapshots > 0 {
+		if limit := max(m.cfg.Maintenance.MaxSnapshots, keep); len(snaps)-old > limit {
+			opts = []table.ExpireSnapshotsOpt{table.WithOlderThan(0), table.WithRetainLast(limit)}
+			old = len(snaps) - limit
 		}
 	}
 	if old == 0 || len(snaps) <= keep {

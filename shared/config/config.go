@@ -26,6 +26,10 @@ const (
 	DefaultStallTimeoutSeconds         = 120
 	DefaultMaintenanceIntervalSeconds  = 60
 	DefaultMaintenanceMaxManifests     = 100
+	DefaultMaintenanceCompactionFanIn  = 8
+	DefaultMaintenanceMaxSnapshots     = 500
+	DefaultMaintenanceOrphanAgeHours   = 72
+	DefaultMaintenanceLease            = "kafka"
 )
 
 // Config is the whole configuration file.
@@ -50,9 +54,20 @@ type Maintenance struct {
 	// more data manifests than this.
 	MaxManifests int `yaml:"maxManifests"`
 	// CompactionFanIn is how many small files of one size level and
-	// partition merge into one, at least 2; 0, the default, leaves
-	// compaction off.
+	// partition merge into one, at least 2; DefaultMaintenanceCompactionFanIn
+	// unless the file sets it; 0 switches compaction off.
 	CompactionFanIn int `yaml:"compactionFanIn"`
+	// MaxSnapshots caps the snapshots kept of a table that sets no
+	// history.expire.max-snapshot-age-ms, whatever their age, so that a
+	// fast commit rate cannot grow metadata.json past the cap; 0 is no cap.
+	MaxSnapshots int `yaml:"maxSnapshots"`
+	// OrphanAgeHours is the age past which an object under a table's
+	// location that no metadata refers to is deleted; 0 switches the
+	// orphan cleanup off.
+	OrphanAgeHours float64 `yaml:"orphanAgeHours"`
+	// Lease is how one maintainer per table is chosen across pods:
+	// DefaultMaintenanceLease (Kafka group membership) or "none".
+	Lease string `yaml:"lease"`
 }
 
 // MaintenanceInterval returns maintenance.intervalSeconds as a duration.
@@ -302,6 +317,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Maintenance.IntervalSeconds == 0 {
 		c.Maintenance.IntervalSeconds = DefaultMaintenanceIntervalSeconds
+	}
+	if c.Maintenance.Lease == "" {
+		c.Maintenance.Lease = DefaultMaintenanceLease
 	}
 	if c.Maintenance.MaxManifests == 0 {
 		c.Maintenance.MaxManifests = DefaultMaintenanceMaxManifests

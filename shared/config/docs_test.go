@@ -311,6 +311,10 @@ func TestDocsDefaults(t *testing.T) {
 		"ingestion.wal.memoryBudgetBytes":           DefaultMemoryBudgetBytes,
 		"maintenance.intervalSeconds":               DefaultMaintenanceIntervalSeconds,
 		"maintenance.maxManifests":                  DefaultMaintenanceMaxManifests,
+		"maintenance.compactionFanIn":               DefaultMaintenanceCompactionFanIn,
+		"maintenance.maxSnapshots":                  DefaultMaintenanceMaxSnapshots,
+		"maintenance.orphanAgeHours":                DefaultMaintenanceOrphanAgeHours,
+		"maintenance.lease":                         DefaultMaintenanceLease,
 	}
 	if n := len(defaultConstants(t)); n != len(constants) {
 		t.Errorf("config.go declares %d Default constants (%v), this test maps %d to their keys: add the new one",

@@ -34,9 +34,14 @@ func Parse(doc []byte) (*Config, error) {
 	if err := yaml.Unmarshal(doc, &root); err != nil {
 		return nil, &KeyError{Problem: "not valid YAML: " + err.Error()}
 	}
-	// A boolean whose default is true is set before decoding: the file
-	// can only turn it off.
-	c := &Config{Maintenance: Maintenance{Enabled: true}}
+	// A boolean whose default is true, and a number whose 0 means off, are
+	// set before decoding: the file can only turn them off or change them.
+	c := &Config{Maintenance: Maintenance{
+		Enabled:         true,
+		CompactionFanIn: DefaultMaintenanceCompactionFanIn,
+		MaxSnapshots:    DefaultMaintenanceMaxSnapshots,
+		OrphanAgeHours:  DefaultMaintenanceOrphanAgeHours,
+	}}
 	if len(root.Content) == 0 {
 		return nil, &KeyError{Problem: "empty configuration"}
 	}
@@ -248,6 +253,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Maintenance.CompactionFanIn < 0 || c.Maintenance.CompactionFanIn == 1 {
 		bad("maintenance.compactionFanIn", "must be at least 2, got %v", c.Maintenance.CompactionFanIn)
+	}
+	if l := c.Maintenance.Lease; l != "" && l != "kafka" && l != "none" {
+		bad("maintenance.lease", "must be kafka or none, got %q", l)
+	}
+	if c.Maintenance.OrphanAgeHours < 0 {
+		bad("maintenance.orphanAgeHours", "must be positive or 0 (no orphan cleanup), got %v", c.Maintenance.OrphanAgeHours)
+	}
+	if c.Maintenance.MaxSnapshots < 0 {
+		bad("maintenance.maxSnapshots", "must be positive or 0 (no cap), got %v", c.Maintenance.MaxSnapshots)
 	}
 	if c.Maintenance.MaxManifests < 0 {
 		bad("maintenance.maxManifests", "must be positive, got %v", c.Maintenance.MaxManifests)

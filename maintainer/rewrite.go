@@ -1,0 +1,313 @@
+package maintainer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/icewal/ingestor/shared/parquetfmt"
+)
+
+// rowGroupRows is the row count at which a compacted file starts a new
+// row group: the consumer's segments are row groups of 16,384 rows; a
+// compacted file has fewer, larger ones, each still a unit a reader can
+// prune by its statistics.
+const rowGroupRows = 256 << 10
+
+// CompactedPrefix starts the object name of every file the maintainer
+// writes, so that an operator listing the data directory tells them from
+// the uploader's segments (<uuid>.parquet).
+const CompactedPrefix = "compacted-"
+
+// compacted is one group's rewrite: the files it replaces and the one
+// file that holds their rows.
+type compacted struct {
+	old   []iceberg.DataFile
+	added iceberg.DataFile
+	bytes int64 // input bytes, read and written again
+}
+
+// compactGroup reads the group's files once and writes their rows into one
+// new data file under the table's data location, with the consumer's
+// Parquet settings (parquetfmt) and the table schema's field ids, in the
+// table's sort order where it has one. Nothing is committed: the file is
+// an orphan until the replace that refers to it lands.
+func compactGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (compacted, error) {
+	var c compacted
+	var rows int64
+	for _, t := range g.Tasks {
+		c.old = append(c.old, t.File)
+		c.bytes += t.File.FileSizeBytes()
+		rows += t.File.Count()
+	}
+	spec := tbl.Metadata().PartitionSpecByID(int(g.Tasks[0].File.SpecID()))
+	if spec == nil {
+		return c, fmt.Errorf("partition spec %d of %s not in the table", g.Tasks[0].File.SpecID(), g.Tasks[0].File.FilePath())
+	}
+	schema := tbl.Schema()
+	fileSchema, err := table.SchemaToArrowSchema(schema, nil, true, false)
+	if err != nil {
+		return c, fmt.Errorf("arrow schema: %w", err)
+	}
+	keys, orderID, err := sortKeys(tbl.SortOrder(), schema)
+	if err != nil {
+		return c, err
+	}
+	_, records, err := tbl.Scan().ReadTasks(ctx, g.Tasks)
+	if err != nil {
+		return c, fmt.Errorf("read %d files: %w", len(g.Tasks), err)
+	}
+	lp, err := tbl.LocationProvider()
+	if err != nil {
+		return c, fmt.Errorf("location provider: %w", err)
+	}
+	location := lp.NewDataLocation(CompactedPrefix + uuid.NewString() + ".parquet")
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return c, err
+	}
+	wfs, ok := fs.(icebergio.WriteFileIO)
+	if !ok {
+		return c, fmt.Errorf("file IO %T cannot write", fs)
+	}
+	out, err := wfs.Create(location)
+	if err != nil {
+		return c, fmt.Errorf("create %s: %w", location, err)
+	}
+	cw := &countingSink{w: out}
+	written, footer, err := writeRows(ctx, cw, fileSchema, records, keys)
+	if cerr := cw.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
+	}
+	if err != nil {
+		// The partial object is referred to by nothing; delete it now
+		// rather than leave it to the orphan cleanup.
+		_ = fs.Remove(location)
+		return c, fmt.Errorf("write %s: %w", location, err)
+	}
+	// Dying here leaves a whole file no metadata refers to: an orphan,
+	// deleted by the orphan cleanup once it is old enough.
+	if written != rows {
+		_ = fs.Remove(location)
+		return c, fmt.Errorf("compaction of %d files read %d rows, their manifests say %d: nothing committed", len(g.Tasks), written, rows)
+	}
+	df, err := table.DataFileFromMetadata(table.DataFileArgs{
+		Schema:          schema,
+		Spec:            *spec,
+		Format:          iceberg.ParquetFile,
+		Metadata:        footer,
+		FilePath:        location,
+		FileSize:        cw.n,
+		Content:         iceberg.EntryContentData,
+		PartitionValues: g.Tasks[0].File.Partition(),
+		Properties:      tbl.Properties(),
+		FormatVersion:   tbl.Metadata().Version(),
+		SortOrderID:     orderID,
+	})
+	if err != nil {
+		_ = fs.Remove(location)
+		return c, fmt.Errorf("data file of %s: %w", location, err)
+	}
+	c.added = df
+	return c, nil
+}
+
+// writeRows writes the records to w as one Parquet file of schema and
+// returns the rows written and the footer. With sort keys, the rows are
+// gathered and sorted as a whole first, so the file is one sorted run (a
+// group is bounded by twice the target file size); without, they stream.
+func writeRows(ctx context.Context, w io.Writer, schema *arrow.Schema, records iter.Seq2[arrow.RecordBatch, error], keys []compute.SortKey) (int64, *metadata.FileMetaData, error) {
+	mem := memory.DefaultAllocator
+	fw, err := pqarrow.NewFileWriter(schema, w, parquetfmt.WriterProperties(mem), parquetfmt.ArrowWriterProperties())
+	if err != nil {
+		return 0, nil, err
+	}
+	var n int64
+	write := func(rec arrow.RecordBatch) error {
+		for off := int64(0); off < rec.NumRows(); {
+			have, err := fw.RowGroupNumRows()
+			if err != nil {
+				return err
+			}
+			if have >= rowGroupRows {
+				fw.NewBufferedRowGroup()
+				have = 0
+			}
+			m := min(rec.NumRows()-off, int64(rowGroupRows-have))
+			part := rec.NewSlice(off, off+m)
+			err = fw.WriteBuffered(part)
+			part.Release()
+			if err != nil {
+				return err
+			}
+			off += m
+		}
+		n += rec.NumRows()
+		return nil
+	}
+	var batches []arrow.RecordBatch
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	var werr error
+	for rec, err := range records {
+		if err != nil {
+			werr = err
+			break
+		}
+		own, err := withSchema(rec, schema)
+		if err != nil {
+			werr = err
+			break
+		}
+		if keys != nil {
+			batches = append(batches, own)
+			continue
+		}
+		werr = write(own)
+		own.Release()
+		if werr != nil {
+			break
+		}
+	}
+	if werr == nil && keys != nil && len(batches) > 0 {
+		werr = writeSorted(ctx, mem, schema, batches, keys, write)
+	}
+	if werr != nil {
+		fw.Close()
+		return 0, nil, werr
+	}
+	if err := fw.Close(); err != nil {
+		return 0, nil, err
+	}
+	meta, err := fw.FileMetadata()
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, meta, nil
+}
+
+// writeSorted concatenates batches into one record, sorts it by keys and
+// writes it.
+func writeSorted(ctx context.Context, mem memory.Allocator, schema *arrow.Schema, batches []arrow.RecordBatch, keys []compute.SortKey, write func(arrow.RecordBatch) error) error {
+	cols := make([]arrow.Array, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, b := range batches {
+		rows += b.NumRows()
+	}
+	for i := range cols {
+		parts := make([]arrow.Array, len(batches))
+		for j, b := range batches {
+			parts[j] = b.Column(i)
+		}
+		c, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return fmt.Errorf("gather column %s: %w", schema.Field(i).Name, err)
+		}
+		cols[i] = c
+	}
+	all := array.NewRecordBatch(schema, cols, rows)
+	defer all.Release()
+	sorted, err := compute.SortRecordBatch(compute.WithAllocator(ctx, mem), all, keys)
+	if err != nil {
+		return fmt.Errorf("sort: %w", err)
+	}
+	defer sorted.Release()
+	return write(sorted)
+}
+
+// withSchema returns rec under the file schema, which carries the field
+// ids; the scan's schema has the same columns and types.
+func withSchema(rec arrow.RecordBatch, schema *arrow.Schema) (arrow.RecordBatch, error) {
+	if int(rec.NumCols()) != schema.NumFields() {
+		return nil, fmt.Errorf("scan returned %d columns, the table has %d", rec.NumCols(), schema.NumFields())
+	}
+	for i, f := range schema.Fields() {
+		if !arrow.TypeEqual(rec.Column(i).DataType(), f.Type) {
+			return nil, fmt.Errorf("column %s: scan type %s, table type %s", f.Name, rec.Column(i).DataType(), f.Type)
+		}
+	}
+	return array.NewRecordBatch(schema, rec.Columns(), rec.NumRows()), nil
+}
+
+// sortKeys are the Arrow sort keys of order over schema's top-level
+// columns (the file schema has the same column order), and the order id a
+// file sorted by them may claim. Order-preserving transforms (identity,
+// truncate, year/month/day/hour) sort as their source column. A field
+// that is not (bucket, void) or is nested ends the keys there: the file
+// is sorted by the fields before it, which is not the table's order, so
+// it claims none (0, unsorted).
+func sortKeys(order table.SortOrder, schema *iceberg.Schema) ([]compute.SortKey, int, error) {
+	if order.IsUnsorted() {
+		return nil, table.UnsortedSortOrderID, nil
+	}
+	var keys []compute.SortKey
+	orderID := order.OrderID()
+	fields := schema.Fields()
+	for _, f := range order.Fields() {
+		idx := -1
+		for i, sf := range fields {
+			if sf.ID == f.SourceID() {
+				idx = i
+			}
+		}
+		if idx < 0 || f.Transform == nil || !f.Transform.PreservesOrder() || len(f.SourceIDs) > 1 {
+			orderID = table.UnsortedSortOrderID
+			break
+		}
+		k := compute.SortKey{ColumnIndex: idx, Order: compute.SortOrderAscending, NullPlacement: compute.SortNullsAtEnd}
+		if f.Direction == table.SortDESC {
+			k.Order = compute.SortOrderDescending
+		}
+		if f.NullOrder == table.NullsFirst {
+			k.NullPlacement = compute.SortNullsAtStart
+		}
+		keys = append(keys, k)
+	}
+	return keys, orderID, nil
+}
+
+// countingSink counts the bytes of a data file as it is written: its
+// size, which the manifest records.
+type countingSink struct {
+	w      io.WriteCloser
+	n      int64
+	closed bool
+}
+
+func (s *countingSink) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	s.n += int64(n)
+	return n, err
+}
+
+// Close closes the object once: the Parquet writer closes its sink, and
+// an error path may close it again.
+func (s *countingSink) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.w.Close()
+}
