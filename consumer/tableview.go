@@ -169,7 +169,7 @@ func (w *writer) propose(v *tableView) {
 func (w *writer) useLocked(v *tableView) {
 	if w.view != nil {
 		v.dec.Limit(w.dec.maxBytes, w.dec.maxDepth)
-		w.log.Info("table schema changed; new segments use it", "dataset", w.ds.Name,
+		w.log.Info("table schema changed; new segments use it",
 			"old_schema_id", w.view.id.SchemaID, "schema_id", v.id.SchemaID, "old_spec_id", w.view.id.SpecID, "spec_id", v.id.SpecID,
 			"table_uuid", v.id.UUID)
 	}
