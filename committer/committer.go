@@ -55,8 +55,11 @@ type Committer struct {
 	mu  sync.Mutex
 	cat catalog.Catalog // opened at the first pass that needs it
 	adm *kadm.Client
-	// recreatedSeen holds the table UUIDs already logged as recreated.
+	// recreatedSeen holds the table UUIDs already logged as recreated;
+	// mismatchSeen the segments already logged as written for another
+	// table.
 	recreatedSeen map[string]bool
+	mismatchSeen  map[uuid.UUID]bool
 
 	// beforeCommit, when set, runs before each catalog commit; tests use it
 	// to make another writer change the table at that moment.
@@ -322,6 +325,12 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 		return false
 	})
 	for attempt := 1; len(pending) > 0; attempt++ {
+		// At every attempt, on the table as loaded for it: a conflict's
+		// reload may find it recreated.
+		if err := c.checkIdentities(log, d, tbl, pending); err != nil {
+			fail(reasonIdentity, "check the table the segments were written for", err)
+			return true
+		}
 		files, ids, rows, ok := c.dataFiles(log, tbl, pending)
 		if !ok && attempt == 1 {
 			// Some files could not be described; they stay on disk, the
@@ -590,16 +599,13 @@ func (c *Committer) offsetsCommitted(ctx context.Context, d config.Dataset, pend
 	return keep, waiting, nil
 }
 
-// dataFiles describes the segments for tbl. A segment that cannot be
-// described is logged and left out (ok is false); its files stay.
+// dataFiles describes the segments for tbl, whose identity
+// checkIdentities accepted. A segment that cannot be described is logged
+// and left out (ok is false); its files stay.
 func (c *Committer) dataFiles(log *slog.Logger, tbl *table.Table, pending []*segment) (files []iceberg.DataFile, ids map[uuid.UUID]bool, rows int64, ok bool) {
 	ids = map[uuid.UUID]bool{}
 	ok = true
 	for _, s := range pending {
-		if !c.identityOK(log, tbl, s) {
-			ok = false
-			continue
-		}
 		df, err := s.dataFile(tbl)
 		if err != nil {
 			log.Error("segment left out of the append", "file", s.ready.Name.String(), "partition", s.ready.Partition, "err", err)

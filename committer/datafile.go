@@ -50,12 +50,25 @@ func (s *segment) dataFile(tbl *table.Table) (iceberg.DataFile, error) {
 	if s.object.Object == "" || s.object.Size <= 0 {
 		return nil, fmt.Errorf("marker of %s: no object or size", name)
 	}
-	spec, values, err := partitionOf(tbl, s.footer)
+	id, err := identityOf(name, s.footer)
+	if err != nil {
+		return nil, err
+	}
+	schema, spec, known := writtenFor(tbl, id)
+	var values map[int]any
+	if known {
+		values, err = decodePartition(spec, schema, s.footer)
+	} else {
+		spec, values, err = partitionOf(tbl, s.footer)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	df, err := table.DataFileFromMetadata(table.DataFileArgs{
-		Schema:          tbl.Schema(),
+		// The schema the file was written with: its statistics are
+		// matched by column name, and a column renamed or dropped since
+		// would not resolve in the current one.
+		Schema:          schema,
 		Spec:            spec,
 		Format:          iceberg.ParquetFile,
 		Metadata:        s.footer,
@@ -70,6 +83,19 @@ func (s *segment) dataFile(tbl *table.Table) (iceberg.DataFile, error) {
 		return nil, fmt.Errorf("data file of %s: %w", name, err)
 	}
 	return df, nil
+}
+
+// decodePartition decodes the footer's partition values for spec, the
+// spec the segment records it was written for.
+func decodePartition(spec iceberg.PartitionSpec, schema *iceberg.Schema, footer *metadata.FileMetaData) (map[int]any, error) {
+	v := footer.KeyValueMetadata().FindValue(walfile.MetaPartition)
+	if v == nil {
+		if spec.NumFields() == 0 {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("no %s in the footer of a file for partition spec %d", walfile.MetaPartition, spec.ID())
+	}
+	return tables.DecodePartition(spec, schema, *v)
 }
 
 // partitionOf decodes the footer's partition values for the table's

@@ -13,6 +13,7 @@ const (
 	reasonConflict = "conflict" // another writer changed the table first; retried
 	reasonUnknown  = "unknown"  // the catalog may or may not have applied the append
 	reasonError    = "error"    // nothing was committed: catalog, Kafka or file error
+	reasonIdentity = "identity" // appends stopped: segments written for another table (IdentityError)
 )
 
 // metrics are the committer's Prometheus metrics.
@@ -33,6 +34,9 @@ type metrics struct {
 	// identity counts segments left out because the table is not the one
 	// they were written for (IdentityError).
 	identity *prometheus.CounterVec
+	// stopped is 1 while a dataset's appends are stopped by such a
+	// segment.
+	stopped *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -76,10 +80,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"dataset", "reason"}),
 		identity: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_committer_identity_mismatches_total",
-			Help: "Segments left out of an append because the table was recreated and a field id of the file names another column in it.",
+			Help: "Segments not added because the table was recreated and a field id of the file names another column in it; each stops the dataset's appends.",
+		}, []string{"dataset"}),
+		stopped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_committer_appends_stopped",
+			Help: "1 while the dataset's appends are stopped: some of its segments were written for another table than the catalog holds now (see docs/operations.md, \"Table identity\").",
 		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity} {
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
@@ -96,7 +104,8 @@ func (m *metrics) initDataset(name string) {
 	m.deleteFailures.WithLabelValues(name)
 	m.quarantined.WithLabelValues(name, walfile.ReasonBadMarker)
 	m.identity.WithLabelValues(name)
-	for _, r := range []string{reasonConflict, reasonUnknown, reasonError} {
+	m.stopped.WithLabelValues(name)
+	for _, r := range []string{reasonConflict, reasonUnknown, reasonError, reasonIdentity} {
 		m.failures.WithLabelValues(name, r)
 	}
 }

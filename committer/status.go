@@ -51,6 +51,7 @@ func (c *Committer) Status() map[string]any {
 	lastCommit := pmetrics.SumBy(pmetrics.Read(c.metrics.lastCommit), "dataset")
 	commits := pmetrics.SumBy(pmetrics.Read(c.metrics.commits), "dataset")
 	waiting := pmetrics.SumBy(pmetrics.Read(c.metrics.waiting), "dataset")
+	stopped := pmetrics.SumBy(pmetrics.Read(c.metrics.stopped), "dataset")
 	c.lastErrors.mu.Lock()
 	errs := make(map[string]commitError, len(c.lastErrors.byDataset))
 	for k, v := range c.lastErrors.byDataset {
@@ -65,6 +66,9 @@ func (c *Committer) Status() map[string]any {
 			"table":                       d.Table,
 			"commits":                     commits[d.Name],
 			"files_waiting_offset_commit": waiting[d.Name],
+			// true while segments written for another table stop the
+			// appends; last_error says which and why.
+			"appends_stopped": stopped[d.Name] > 0,
 		}
 		if ts := lastCommit[d.Name]; ts > 0 {
 			at := time.Unix(0, int64(ts*float64(time.Second)))

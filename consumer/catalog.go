@@ -1,13 +1,9 @@
 package consumer
 
 import (
-	"encoding/json"
 	"log/slog"
 
 	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/table"
-
-	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // closeCatalog releases the catalog's connections (an SQL catalog holds a
@@ -19,13 +15,4 @@ func closeCatalog(cat catalog.Catalog, log *slog.Logger) {
 			log.Warn("close catalog", "err", err)
 		}
 	}
-}
-
-// tableIdentity is the walfile.MetaTable record of tbl: the committer
-// checks it against the table at every commit.
-func tableIdentity(tbl *table.Table) string {
-	md := tbl.Metadata()
-	spec := tbl.Spec()
-	b, _ := json.Marshal(walfile.TableIdentity{UUID: md.TableUUID().String(), SchemaID: tbl.Schema().ID, SpecID: spec.ID()})
-	return string(b)
 }

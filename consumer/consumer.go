@@ -58,6 +58,9 @@ type Consumer struct {
 	// idleWarnAfter is how long a dataset may have no partition before a
 	// warning says so.
 	idleWarnAfter time.Duration
+	// tableEvery is how often each dataset's table is reloaded to see a
+	// schema change (tableRefreshEvery; shorter in tests).
+	tableEvery time.Duration
 }
 
 // New builds a consumer for every dataset of cfg.
@@ -69,6 +72,7 @@ func New(cfg *config.Config, opts role.Options) (*Consumer, error) {
 		gate:    newGate(opts.Logger, m, cfg.Ingestion.WAL.DiskHighWatermarkPct),
 		mem:     newBudgetAllocator(),
 		measure: volumeUsedPct, volumeEvery: volumeCheckInterval, idleWarnAfter: 30 * time.Second,
+		tableEvery: tableRefreshEvery,
 		stallAfter: cfg.StallTimeout(),
 	}, nil
 }
@@ -196,6 +200,8 @@ type loop struct {
 	repositionDue atomic.Bool
 	// topicID is the topic's id when the loop started; zero if unknown.
 	topicID [16]byte
+	// watch reloads the table for the writer (tableview.go).
+	watch *tableWatch
 	// cur is the record the writer is processing, read by deadLetter to
 	// copy the key, headers and timestamp; only the poll loop touches it.
 	cur *kgo.Record
@@ -206,8 +212,18 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	if err != nil {
 		return nil, err
 	}
-	l := &loop{c: c, ds: ds, fatal: make(chan error, 1)}
 	log := c.log.With("dataset", ds.Name)
+	// Columns added to the create block go into the table before the
+	// first segment is written for it; nothing is on disk yet, so a
+	// crash here only repeats the check at the next start.
+	if tbl, err = tables.Evolve(ctx, cat, tbl, ds, log); err != nil {
+		return nil, err
+	}
+	view, err := newTableView(ds, tbl)
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
+	}
+	l := &loop{c: c, ds: ds, fatal: make(chan error, 1)}
 	spec := tbl.Spec()
 	w, err := newWriter(ds, c.cfg.Ingestion.WAL, tbl.Schema(), &spec, log, c.m, l.commit)
 	if err != nil {
@@ -215,7 +231,8 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	}
 	l.w = w
 	w.mem = c.mem
-	w.identity = tableIdentity(tbl)
+	w.useLocked(view) // before any goroutine sees w
+	l.watch = l.newTableWatch(cat, view, log)
 	w.dec.Limit(c.cfg.Ingestion.MaxRecordBytes, c.cfg.Ingestion.MaxJSONDepth)
 	if ds.DeadLetterTopic != "" {
 		w.deadLetter = l.deadLetter
@@ -286,6 +303,9 @@ func (l *loop) run(drain, hard context.Context) error {
 	wctx, stopWatchdog := context.WithCancel(hard)
 	var watching sync.WaitGroup
 	watching.Go(func() { wd.run(wctx) })
+	if l.watch != nil {
+		watching.Go(func() { l.watch.run(wctx) })
+	}
 	defer watching.Wait()
 	defer stopWatchdog()
 	idleSince := time.Now()

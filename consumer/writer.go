@@ -32,6 +32,10 @@ const (
 	// although the buffered rows went to disk: the fixed cost of many open
 	// segments (builders, writers, footers) is what fills it.
 	TriggerMemory = "memory"
+	// TriggerSchema rotates the other partitions' open segments when a
+	// rotation takes a new schema or spec of the table (tableview.go):
+	// an open segment holds rows of the old one.
+	TriggerSchema = "schema"
 )
 
 // commitFunc commits, for one topic, the offset of the next record to read
@@ -56,12 +60,17 @@ type writer struct {
 	schema               *arrow.Schema
 	// identity is the walfile.MetaTable record written into every segment.
 	identity string
-	maxSize  int64
-	maxAge   time.Duration
-	maxOpen  int
-	now      func() time.Time
-	commit   commitFunc
-	drops    *dropLog
+	// view is the table state dec, part, schema and identity come from;
+	// next a newer one the table watch found, taken at the next rotation;
+	// rotated wakes the watch after a rotation (tableview.go).
+	view, next *tableView
+	rotated    chan struct{}
+	maxSize    int64
+	maxAge     time.Duration
+	maxOpen    int
+	now        func() time.Time
+	commit     commitFunc
+	drops      *dropLog
 	// deadLetter, when set, receives every dropped record; it must be
 	// durable before commit returns for the record's offset.
 	deadLetter func(partition int32, offset int64, reason string, err error, payload []byte)
@@ -112,8 +121,8 @@ func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *
 		ds: ds, dir: wal.Dir, log: log, m: m, dec: dec, part: part, schema: as,
 		maxSize: wal.MaxFileSizeBytes, maxAge: wal.MaxFileAge(), maxOpen: wal.MaxOpenSegmentsPerPartition,
 		now: time.Now, commit: commit, drops: newDropLog(log, time.Second),
-		parts: map[int32]*partState{},
-		mem:   newBudgetAllocator(), budget: wal.MemoryBudgetBytes, heap: liveHeap,
+		parts: map[int32]*partState{}, rotated: make(chan struct{}, 1),
+		mem: newBudgetAllocator(), budget: wal.MemoryBudgetBytes, heap: liveHeap,
 		minFlush: max(minFlushBytes, minFlushPerColumn*int64(len(schema.Fields()))),
 		records:  m.records.WithLabelValues(ds.Name), rowsWritten: m.rowsWritten.WithLabelValues(ds.Name),
 	}, nil
@@ -135,6 +144,9 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.records.Inc()
+	if w.next != nil {
+		w.takeNextLocked() // nothing open: the new view applies at once
+	}
 	st := w.state(partition)
 	if st.since.IsZero() {
 		st.since = w.now()
@@ -309,14 +321,30 @@ func (w *writer) rotate(ctx context.Context, partitions []int32, trigger string)
 // partition rotate together because one committed offset covers them all.
 func (w *writer) rotateLocked(ctx context.Context, partitions []int32, trigger string) error {
 	sort.Slice(partitions, func(i, j int) bool { return partitions[i] < partitions[j] })
+	// A newer table view waits for a moment when no segment is open:
+	// this rotation rotates the other partitions' segments too and takes
+	// it. Their rotation is like any other (the same renames, directory
+	// sync and offset commit below, the same failpoints): a crash
+	// anywhere in it leaves what a crash in any rotation leaves, and the
+	// view itself is never on disk, so the next start simply loads the
+	// table again.
+	var extra []int32
+	if w.next != nil {
+		extra = w.partitionsWithSegmentsLocked(partitions)
+	}
+	all := append(partitions[:len(partitions):len(partitions)], extra...)
 	offsets := map[int32]int64{}
 	var renamed int
-	for _, p := range partitions {
+	for i, p := range all {
 		st := w.parts[p]
 		if st == nil {
 			continue
 		}
-		n, err := w.finishAll(st, trigger)
+		why := trigger
+		if i >= len(partitions) {
+			why = TriggerSchema
+		}
+		n, err := w.finishAll(st, why)
 		renamed += n
 		if err != nil {
 			return err
@@ -333,7 +361,9 @@ func (w *writer) rotateLocked(ctx context.Context, partitions []int32, trigger s
 			return err
 		}
 		w.m.lastRotateAge.WithLabelValues(w.ds.Name).Set(float64(w.now().Unix()))
+		w.kickRefresh()
 	}
+	w.takeNextLocked()
 	if len(offsets) == 0 {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/icewal/ingestor/shared/failpoint"
+	"github.com/icewal/ingestor/shared/walfile"
 	"github.com/icewal/ingestor/supervisor"
 )
 
@@ -61,6 +62,7 @@ func TestFailpoints(t *testing.T) {
 			}
 			in := w.newInstance("fp-"+name, o)
 			defer in.dumpLogs()
+			badName := walfile.ReadyPrefix + ds[0].topic + "_0_0-9_not-a-uuid.parquet"
 			for _, d := range ds {
 				if err := w.produce(ctx, d.topic, 0, before, 0, at); err != nil {
 					t.Fatal(err)
@@ -68,6 +70,21 @@ func TestFailpoints(t *testing.T) {
 			}
 			began := time.Now()
 			in.start("run")
+			if name == failpoint.QuarantineBeforeNote {
+				// The quarantine's point needs a file to quarantine: a
+				// ready name that does not parse, which the running
+				// uploader moves aside within 10 s.
+				deadline := time.Now().Add(30 * time.Second)
+				for strings.Count(in.log("run"), `"msg":"role started"`) < len(supervisor.Roles(in.cfg)) {
+					if time.Now().After(deadline) {
+						t.Fatal("the roles did not start within 30 s")
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if err := os.WriteFile(filepath.Join(in.walDir, badName), []byte("not parquet"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			// More events while it runs, so that work goes on after the
 			// crash and the restart. The upkeep points need several
 			// appends per table (a manifest rewrite waits for a second
@@ -143,6 +160,20 @@ func TestFailpoints(t *testing.T) {
 			}
 			if left := walLeft(t, in.walDir); len(left) > 0 {
 				t.Errorf("WAL not empty after the orderly stop: %v", left)
+			}
+			if name == failpoint.QuarantineBeforeNote {
+				// The crash came between the move and the note; the
+				// restarted uploader wrote the note.
+				notes, err := walfile.ListQuarantine(in.walDir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(notes) != 1 || notes[0].File != badName || notes[0].Reason != walfile.ReasonBadName {
+					t.Errorf("quarantine after the crash: %+v, want %s noted as %s", notes, badName, walfile.ReasonBadName)
+				}
+				if !strings.Contains(in.log("run"), "quarantined file had no note") {
+					t.Errorf("the restart did not log the note it wrote")
+				}
 			}
 			t.Logf("failpoint %s: hit, crashed with code 77, restarted; %d events in each of 2 tables exactly once (%s)",
 				name, before+during, time.Since(began).Round(100*time.Millisecond))

@@ -3,6 +3,7 @@ package uploader
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -82,12 +83,7 @@ func (u *Uploader) quarantineBadNames() {
 		return
 	}
 	for _, base := range names {
-		dataset := "unknown"
-		for _, d := range u.cfg.Datasets {
-			if strings.HasPrefix(base, walfile.ReadyPrefix+d.Topic+"_") || strings.HasPrefix(base, walfile.UploadedPrefix+d.Topic+"_") {
-				dataset = d.Name
-			}
-		}
+		dataset := u.datasetOfName(base)
 		note := walfile.QuarantineNote{Reason: walfile.ReasonBadName, Error: "the name does not parse as a WAL file name", Role: role.Uploader, At: u.now()}
 		if err := walfile.Quarantine(u.dir, base, note); err != nil {
 			u.log.Error("quarantine file with a bad name", "file", base, "error", err)
@@ -97,4 +93,54 @@ func (u *Uploader) quarantineBadNames() {
 		u.log.Error("file quarantined: its name does not parse, so no role would act on it; find where it came from and replay its rows from Kafka (docs/operations.md, \"Quarantined files\")",
 			"dataset", dataset, "reason", walfile.ReasonBadName, "file", base)
 	}
+}
+
+// finishQuarantine writes, at start, the note of every quarantined file
+// that has none because a crash came between its move and its note
+// (walfile.Quarantine), with the reason its check gives again; each is
+// counted and logged then, since the crash came before that too.
+func (u *Uploader) finishQuarantine() {
+	notes, err := walfile.FinishQuarantine(u.dir, u.quarantineReason)
+	for _, n := range notes {
+		dataset := u.datasetOfName(n.File)
+		u.m.quarantined.WithLabelValues(dataset, n.Reason).Inc()
+		u.log.Error("quarantined file had no note: its move was interrupted; note written. Replay its offsets from Kafka (docs/operations.md, \"Quarantined files\")",
+			"dataset", dataset, "reason", n.Reason, "file", n.File,
+			"topic", n.Topic, "partition", n.Partition, "start_offset", n.Start, "end_offset", n.End, "error", n.Error)
+	}
+	if err != nil {
+		u.log.Error("write the notes of quarantined files", "dir", u.dir, "error", err)
+	}
+}
+
+// quarantineReason checks a quarantined file again to tell why it was
+// moved: the note a crash kept it from getting.
+func (u *Uploader) quarantineReason(path string) (reason, text string) {
+	n, err := walfile.Parse(filepath.Base(path))
+	switch {
+	case err != nil:
+		return walfile.ReasonBadName, "the name does not parse as a WAL file name"
+	case n.State == walfile.Uploaded:
+		if _, err := walfile.ReadMarker(filepath.Dir(path), n.As(walfile.Ready)); err != nil {
+			return walfile.ReasonBadMarker, err.Error()
+		}
+	case n.State == walfile.Ready:
+		var bad *badFileError
+		if err := check(path, filepath.Dir(path), job{file: walfile.File{Name: n, Path: path}}); errors.As(err, &bad) {
+			return bad.reason, bad.err.Error()
+		}
+	}
+	return "unknown", "moved into quarantine by a role that crashed before it wrote why; the file checks out now"
+}
+
+// datasetOfName returns the dataset whose topic a ready_ or uploaded_
+// name starts with, parsed or not; "unknown" when none does.
+func (u *Uploader) datasetOfName(base string) string {
+	dataset := "unknown"
+	for _, d := range u.cfg.Datasets {
+		if strings.HasPrefix(base, walfile.ReadyPrefix+d.Topic+"_") || strings.HasPrefix(base, walfile.UploadedPrefix+d.Topic+"_") {
+			dataset = d.Name
+		}
+	}
+	return dataset
 }

@@ -124,3 +124,57 @@ func TestQuarantinesBadNames(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWritesNotesAQuarantineCrashLeftOut: a role died between moving bad
+// files into quarantine and writing their notes (the failpoint
+// quarantine.before-note). The uploader's next start checks each again
+// and writes the note with its reason and range, counts it and logs it;
+// a file moved beside its segment gets no note of its own.
+func TestWritesNotesAQuarantineCrashLeftOut(t *testing.T) {
+	e := newEnv(t, false)
+	flipped := e.writeReady("orders_topic", 0, 0, 200, "a")
+	b := append([]byte(nil), flipped.data...)
+	for i := 0; i < 16; i++ {
+		b[len(b)/3+i] ^= 0xff
+	}
+	q := filepath.Join(e.dir, walfile.QuarantineDir)
+	if err := os.MkdirAll(q, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(q, flipped.name.String()), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(e.dir, flipped.name.String())); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(e.dir, walfile.SumName(flipped.name.UUID)), filepath.Join(q, walfile.SumName(flipped.name.UUID))); err != nil {
+		t.Fatal(err)
+	}
+	bad := "ready_orders_topic_0_20-39_not-a-uuid.parquet"
+	if err := os.WriteFile(filepath.Join(q, bad), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	u := e.newUploader()
+	e.run(u)
+	waitFor(t, 30*time.Second, func() bool {
+		return testMetric(u, "orders", walfile.ReasonChecksum) == 1 && testMetric(u, "orders", walfile.ReasonBadName) == 1
+	}, "the two notes written and counted")
+	notes, err := walfile.ListQuarantine(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]walfile.QuarantineNote{}
+	for _, n := range notes {
+		got[n.File] = n
+	}
+	if n := got[flipped.name.String()]; n.Reason != walfile.ReasonChecksum || n.Topic != "orders_topic" || n.End != flipped.name.End {
+		t.Errorf("note of the flipped file: %+v, want reason checksum and its range", n)
+	}
+	if n := got[bad]; n.Reason != walfile.ReasonBadName {
+		t.Errorf("note of the bad name: %+v, want reason bad_name", n)
+	}
+	if len(notes) != 2 {
+		t.Errorf("quarantine lists %+v, want the two files only", notes)
+	}
+}

@@ -132,6 +132,7 @@ func (u *Uploader) Run(ctx context.Context) error {
 	if _, err := walfile.List(u.dir); err != nil {
 		return err
 	}
+	u.finishQuarantine()
 	defer u.closeClients()
 
 	events, closeWatch := u.watch()

@@ -57,6 +57,11 @@
 //	uploader.before-marker      the data object is stored, the uploaded_ marker not yet written
 //	uploader.after-marker       the marker is written, the attempt not yet recorded
 //
+// Quarantine, which the uploader and the committer share (shared/walfile/quarantine.go):
+//
+//	quarantine.before-note      a bad file (and its marker and checksum record) is moved
+//	                            into quarantine/, its reason note not yet written
+//
 // Committer, in the order of one pass (committer/committer.go):
 //
 //	committer.after-append      the append is committed, no local file deleted yet

@@ -31,6 +31,7 @@ const (
 	UploaderBeforeObject    = "uploader.before-object"
 	UploaderBeforeMarker    = "uploader.before-marker"
 	UploaderAfterMarker     = "uploader.after-marker"
+	QuarantineBeforeNote    = "quarantine.before-note"
 	CommitterAfterAppend    = "committer.after-append"
 	CommitterBetweenDeletes = "committer.between-deletes"
 	CommitterAfterDataset   = "committer.after-dataset"
@@ -43,7 +44,7 @@ const (
 func Names() []string {
 	return []string{
 		ConsumerBeforeRename, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery, ConsumerGenerationLost,
-		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker,
+		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker, QuarantineBeforeNote,
 		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset,
 		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,
 	}

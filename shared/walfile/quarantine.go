@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/icewal/ingestor/shared/failpoint"
 )
 
 // QuarantineDir is the directory inside the WAL directory where files
@@ -75,14 +77,77 @@ func Quarantine(dir, base string, note QuarantineNote) error {
 			}
 		}
 	}
+	// A crash here leaves the file in quarantine/ without its note: no
+	// role acts on it any more, and the uploader's next start writes the
+	// note (FinishQuarantine). Nothing of the file is lost either way.
+	failpoint.Hit(failpoint.QuarantineBeforeNote)
+	if err := writeNote(q, note); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// writeNote writes the note of a quarantined file beside it.
+func writeNote(q string, note QuarantineNote) error {
 	b, err := json.Marshal(note)
 	if err != nil {
 		return fmt.Errorf("encode quarantine note: %w", err)
 	}
-	if err := WriteAtomic(q, base+reasonExt, b); err != nil {
-		return err
+	return WriteAtomic(q, note.File+reasonExt, b)
+}
+
+// FinishQuarantine writes the missing note of every quarantined file that
+// has none: a move a crash interrupted (see Quarantine). reason tells,
+// from the file's path in the quarantine directory, why it was moved (the
+// caller checks it again), as a Reason constant and an error text. It
+// returns the notes it wrote.
+func FinishQuarantine(dir string, reason func(path string) (string, string)) ([]QuarantineNote, error) {
+	q := filepath.Join(dir, QuarantineDir)
+	entries, err := os.ReadDir(q)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("list quarantine: %w", err)
 	}
-	return SyncDir(dir)
+	var written []QuarantineNote
+	for _, e := range entries {
+		base := e.Name()
+		if e.IsDir() || strings.HasSuffix(base, reasonExt) || strings.HasPrefix(base, TmpPrefix) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(q, base+reasonExt)); err == nil {
+			continue
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return written, fmt.Errorf("quarantine note of %s: %w", base, err)
+		}
+		if strings.HasPrefix(base, SumPrefix) {
+			continue // moved with its segment; never quarantined alone
+		}
+		if n, err := Parse(base); err == nil && n.State == Uploaded {
+			if _, err := os.Stat(filepath.Join(q, n.As(Ready).String())); err == nil {
+				continue // moved beside its quarantined segment
+			}
+		}
+		info, _ := e.Info()
+		note := QuarantineNote{File: base, Role: "unknown", At: time.Now()}
+		if info != nil {
+			note.At = info.ModTime()
+		}
+		note.Reason, note.Error = reason(filepath.Join(q, base))
+		if n, err := Parse(base); err == nil {
+			note.Topic, note.Partition, note.Start, note.End = n.Topic, n.Partition, n.Start, n.End
+		}
+		if err := writeNote(q, note); err != nil {
+			return written, err
+		}
+		written = append(written, note)
+	}
+	if len(written) > 0 {
+		if err := SyncDir(q); err != nil {
+			return written, err
+		}
+	}
+	return written, nil
 }
 
 // ListQuarantine returns the notes of the quarantined files in dir, oldest
