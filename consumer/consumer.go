@@ -59,6 +59,11 @@ type Consumer struct {
 	// idleWarnAfter is how long a dataset may have no partition before a
 	// warning says so.
 	idleWarnAfter time.Duration
+	// pauseMu makes Run's read of the pause record and Pause and Resume
+	// happen one after the other: a Pause that arrives while Run starts
+	// is either in the record Run reads (it is recorded before it is
+	// sent) or applied after it, never overwritten by an older record.
+	pauseMu sync.Mutex
 }
 
 // New builds a consumer for every dataset of cfg.
@@ -86,6 +91,8 @@ func (c *Consumer) Pause(_ context.Context, dataset string, e pause.Entry) error
 	if !c.configured(dataset) {
 		return fmt.Errorf("pause: unknown dataset %q", dataset)
 	}
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
 	c.gate.setOperator(dataset, &e)
 	return nil
 }
@@ -96,6 +103,8 @@ func (c *Consumer) Resume(_ context.Context, dataset string) error {
 	if !c.configured(dataset) {
 		return fmt.Errorf("resume: unknown dataset %q", dataset)
 	}
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
 	c.gate.setOperator(dataset, nil)
 	return nil
 }
@@ -140,8 +149,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// The operator's pauses hold from the first fetch: they are applied
 	// to each dataset's client as soon as it exists (gate.add), before it
 	// has joined its group.
+	c.pauseMu.Lock()
 	paused, err := pause.Read(dir)
 	if err != nil {
+		c.pauseMu.Unlock()
 		return err
 	}
 	for _, n := range paused.Names() {
@@ -153,6 +164,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.log.Info("dataset stays paused by an operator", "dataset", n, "by", e.By, "reason", e.Reason, "since", e.Since)
 	}
 	c.gate.setOperatorAll(paused)
+	c.pauseMu.Unlock()
 	// The Go heap is held to the memory budget too, unless the operator
 	// set GOMEMLIMIT: the collector then runs harder rather than letting
 	// garbage push the process over it. Three eighths of the budget are

@@ -17,6 +17,7 @@ import (
 	"github.com/icewal/ingestor/internal/status"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/metrics"
+	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/rpc"
 	"github.com/icewal/ingestor/supervisor"
@@ -88,6 +89,31 @@ func (p *process) serveMetrics(name string, routes ...metrics.Route) (net.Addr, 
 	return bound, stop, nil
 }
 
+// serveControl serves the control socket of the WAL directory (see
+// shared/pause) with c, for `ingestor pause` and `ingestor resume`. It
+// lives until the returned stop is called, which the caller does only
+// after its Run returned.
+func (p *process) serveControl(c *pause.Controller) (func(), error) {
+	dir := p.cfg.Ingestion.WAL.Dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create wal dir: %w", err)
+	}
+	l, err := pause.Listen(dir)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := pause.Serve(ctx, l, c, p.log); err != nil {
+			p.log.Error("control socket stopped", "error", err)
+		}
+	}()
+	p.log.Info("control socket ready", "path", pause.SocketPath(dir))
+	return func() { cancel(); <-done }, nil
+}
+
 // stopContext is cancelled by the first SIGTERM or SIGINT, which starts the
 // orderly drain; a second one exits at once, leaving the rest to recovery
 // at the next start.
@@ -124,6 +150,12 @@ func runSupervisor(args []string) int {
 		return exitError
 	}
 	defer stopMetrics()
+	stopControl, err := p.serveControl(sup.Pauses())
+	if err != nil {
+		p.log.Error("serve the control socket", "error", err)
+		return exitError
+	}
+	defer stopControl()
 	if err := sup.Run(p.stopContext()); err != nil {
 		p.log.Error("supervisor stopped", "error", err)
 		return exitError
@@ -160,6 +192,22 @@ func roleCommand(name string) func(args []string) int {
 			}
 			rpc.ServeChild(name, r.Run, roleStatus, opts...) // exits the process
 		}
+		// Alone (the sidecar layout) the consumer serves the control
+		// socket itself; as a child, the supervisor does.
+		if applier, ok := r.(pause.Applier); ok {
+			ctrl, err := pause.NewController(p.cfg.Ingestion.WAL.Dir, datasetNames(p.cfg),
+				func() pause.Applier { return applier }, p.log)
+			if err != nil {
+				p.log.Error("start role", "error", err)
+				return exitError
+			}
+			stopControl, err := p.serveControl(ctrl)
+			if err != nil {
+				p.log.Error("serve the control socket", "error", err)
+				return exitError
+			}
+			defer stopControl()
+		}
 		err = r.Run(p.stopContext())
 		if err != nil && !errors.Is(err, context.Canceled) {
 			p.log.Error("role stopped", "error", err)
@@ -168,4 +216,13 @@ func roleCommand(name string) func(args []string) int {
 		p.log.Info("role stopped")
 		return 0
 	}
+}
+
+// datasetNames returns the configured datasets' names.
+func datasetNames(cfg *config.Config) []string {
+	names := make([]string, 0, len(cfg.Datasets))
+	for _, d := range cfg.Datasets {
+		names = append(names, d.Name)
+	}
+	return names
 }
