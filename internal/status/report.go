@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/metrics"
+	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/redact"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/walfile"
@@ -100,6 +102,12 @@ type Dataset struct {
 	Table string `json:"table"`
 	// Paused: the dataset's Kafka consumer is paused.
 	Paused *bool `json:"paused"`
+	// PausedReasons are why, as the consumer's metric tells: disk (the WAL
+	// volume is above its high watermark), operator (ingestor pause).
+	PausedReasons []string `json:"paused_reasons,omitempty"`
+	// OperatorPause is an operator's pause of the dataset, as the pause
+	// record has it; nil when no operator paused it.
+	OperatorPause *OperatorPause `json:"operator_pause"`
 	// EventsPerSecond is the rate of records consumed between the two
 	// scrapes.
 	EventsPerSecond *float64 `json:"events_per_second"`
@@ -133,6 +141,17 @@ type Dataset struct {
 	// Upkeep is the table's health as of the maintainer's last pass; nil
 	// while the maintainer is down or switched off.
 	Upkeep *Upkeep `json:"upkeep"`
+}
+
+// OperatorPause is who paused a dataset, why and since when.
+type OperatorPause struct {
+	// By is the user the kernel reported for the pause command.
+	By string `json:"by"`
+	// Reason is the operator's text; it may be empty.
+	Reason string `json:"reason,omitempty"`
+	// Since is when the dataset was paused; AgeSeconds how long ago.
+	Since      time.Time `json:"since"`
+	AgeSeconds float64   `json:"age_seconds"`
 }
 
 // Upkeep is the table's health as the maintainer last saw it.
@@ -375,7 +394,8 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 				if v, ok := d["uptime_seconds"].(float64); ok {
 					proc.UptimeSeconds = ptr(v)
 				}
-			} else if ch, ok := d["children"].(map[string]any)[name].(map[string]any); ok {
+			} else if children, _ := d["children"].(map[string]any); children != nil {
+				ch, _ := children[name].(map[string]any)
 				if v, ok := ch["uptime_seconds"].(float64); ok {
 					proc.UptimeSeconds = ptr(v)
 				}
@@ -459,8 +479,15 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 		}
 	}
 
+	pauses, err := operatorPauses(sup, cons, wal.Dir)
+	if err != nil && r.WALError == "" {
+		r.WALError = c.red.String(err.Error())
+	}
 	for _, d := range c.cfg.Datasets {
 		ds := Dataset{Name: d.Name, Topic: d.Topic, Table: d.Table, Dropped: map[string]float64{}, Lag: []PartitionLag{}}
+		if e, ok := pauses[d.Name]; ok {
+			ds.OperatorPause = &OperatorPause{By: c.red.String(e.By), Reason: c.red.String(e.Reason), Since: e.Since.UTC(), AgeSeconds: now.Sub(e.Since).Seconds()}
+		}
 		if st := byTopic[d.Topic]; st != nil {
 			ds.WAL = *st
 			delete(byTopic, d.Topic)
@@ -537,6 +564,12 @@ func (c *Collector) consumerView(ds *Dataset, cons, prev *probe, match map[strin
 	} else {
 		ds.Paused = ptr(false)
 	}
+	for reason, v := range m.by("ingestor_consumer_paused", "reason", match) {
+		if v > 0 && reason != "" {
+			ds.PausedReasons = append(ds.PausedReasons, reason)
+		}
+	}
+	sort.Strings(ds.PausedReasons)
 	var lagTotal float64
 	for p, v := range m.by("ingestor_consumer_lag_records", "partition", match) {
 		n, err := strconv.Atoi(p)
@@ -606,6 +639,44 @@ func (c *Collector) commitError(com *probe, dataset string, now time.Time) *Comm
 		}
 	}
 	return e
+}
+
+// operatorPauses returns the operators' pauses: as the supervisor tells
+// them, else the consumer (the sidecar layout), else as the pause record
+// in the WAL directory has them while neither answers.
+func operatorPauses(sup, cons *probe, walDir string) (map[string]pause.Entry, error) {
+	decode := func(v any) (map[string]pause.Entry, bool) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, false
+		}
+		var out map[string]pause.Entry
+		return out, json.Unmarshal(b, &out) == nil
+	}
+	if d := details(sup); d != nil {
+		if v, ok := d["paused"]; ok {
+			if out, ok := decode(v); ok {
+				return out, nil
+			}
+		}
+	}
+	if d := details(cons); d != nil {
+		dss, _ := d["datasets"].(map[string]any)
+		found := map[string]any{}
+		for name, v := range dss {
+			if ds, ok := v.(map[string]any); ok && ds["operator_pause"] != nil {
+				found[name] = ds["operator_pause"]
+			}
+		}
+		if out, ok := decode(found); ok && len(dss) > 0 {
+			return out, nil
+		}
+	}
+	rec, err := pause.Read(walDir)
+	if err != nil {
+		return nil, err
+	}
+	return rec.Datasets, nil
 }
 
 func details(p *probe) map[string]any {
