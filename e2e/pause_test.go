@@ -32,40 +32,7 @@ func TestPauseAndResume(t *testing.T) {
 	})
 	defer in.dumpLogs()
 	ctx := context.Background()
-	consumer := func() devenv.Samples {
-		s, err := devenv.Scrape(ctx, in.metrics["consumer"])
-		if err != nil {
-			return devenv.Samples{}
-		}
-		return s
-	}
-	consumed := func(ds string) float64 {
-		return consumer().Sum("ingestor_consumer_records_total", `dataset="`+ds+`"`)
-	}
-	cli := func(args ...string) (int, string) {
-		t.Helper()
-		out, err := exec.Command(binary, append(args, "--config", in.cfgPath)...).CombinedOutput()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("ingestor %v: %v", args, err)
-		}
-		code := 0
-		if ee != nil {
-			code = ee.ExitCode()
-		}
-		return code, string(out)
-	}
-	waitFor := func(what string, limit time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(limit)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s", what, limit)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-
+	consumer, consumed, cli, waitFor := pauseHelpers(t, in)
 	in.start("run")
 	in.waitReady(t, time.Minute)
 	if err := w.produce(ctx, "held", 0, 500, 0, eventTime); err != nil {
@@ -215,4 +182,108 @@ func TestPauseAndResume(t *testing.T) {
 	}
 	t.Logf("e2e: pause held %s, through a consumer crash and a restart of the tree; flowing kept flowing; %d + %d events landed exactly once after the resume",
 		time.Since(pausedAt).Round(time.Second), 1500, 2000)
+}
+
+// TestPauseAndResumeSidecars: in the sidecar layout (the roles started
+// apart, no supervisor) `ingestor pause` reaches the consumer itself, and
+// the pause holds across the consumer's restart.
+func TestPauseAndResumeSidecars(t *testing.T) {
+	w := newWorld(t, worldOptions{topics: []string{"held", "flowing"}, partitions: 2})
+	in := w.newInstance("sidecars", instanceOptions{datasets: []dataset{datasetOf("held"), datasetOf("flowing")}})
+	defer in.dumpLogs()
+	ctx := context.Background()
+	_, consumed, cli, waitFor := pauseHelpers(t, in)
+	for _, r := range []string{"consumer", "uploader", "committer"} {
+		in.start(r)
+	}
+	in.waitReady(t, time.Minute)
+	waitFor("partitions assigned", time.Minute, func() bool {
+		s, err := devenv.Scrape(ctx, in.metrics["consumer"])
+		return err == nil && s.Sum("ingestor_consumer_partitions_assigned") == 4
+	})
+
+	code, out := cli("pause", "--dataset", "held", "--reason", "incident 42")
+	if code != 0 || !strings.Contains(out, "paused held") || !strings.Contains(out, "the consumer applied it") {
+		t.Fatalf("ingestor pause: exit %d\n%s", code, out)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := w.produce(ctx, "held", 0, 500, 0, eventTime); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.produce(ctx, "flowing", 0, 500, 0, eventTime); err != nil {
+		t.Fatal(err)
+	}
+	w.waitRows(t, map[string]int64{"crash.flowing": 500}, 2*time.Minute)
+	if got := consumed("held"); got != 0 {
+		t.Fatalf("paused dataset read %v records", got)
+	}
+
+	// The consumer restarts alone: still paused.
+	p := in.proc("consumer")
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	in.awaitExit(t, []*xproc{p}, 90*time.Second)
+	in.start("consumer")
+	in.waitReady(t, time.Minute)
+	if err := w.produce(ctx, "flowing", 500, 500, 0, eventTime); err != nil {
+		t.Fatal(err)
+	}
+	w.waitRows(t, map[string]int64{"crash.flowing": 1000}, 2*time.Minute)
+	if got := consumed("held"); got != 0 {
+		t.Fatalf("after the consumer's restart the paused dataset read %v records", got)
+	}
+
+	code, out = cli("resume")
+	if code != 0 || !strings.Contains(out, "resumed held") || !strings.Contains(out, "the consumer applied it") {
+		t.Fatalf("ingestor resume: exit %d\n%s", code, out)
+	}
+	w.waitRows(t, map[string]int64{"crash.held": 500, "crash.flowing": 1000}, 2*time.Minute)
+	in.stop(t, 90*time.Second)
+	for name, n := range map[string]int64{"crash.held": 500, "crash.flowing": 1000} {
+		if missing, dup, unexpected, rows := w.exactlyOnce(t, name, 0, n); missing+dup+unexpected != 0 || rows != n {
+			t.Errorf("%s: %d missing, %d duplicated, %d unexpected, %d rows; want each of %d events once", name, missing, dup, unexpected, rows, n)
+		}
+	}
+}
+
+// pauseHelpers returns what the pause tests ask of an instance: its
+// consumer's metrics, the records a dataset's consumer read, an ingestor
+// command run with the instance's config (exit code and output), and a
+// wait for a condition.
+func pauseHelpers(t *testing.T, in *instance) (func() devenv.Samples, func(string) float64, func(...string) (int, string), func(string, time.Duration, func() bool)) {
+	ctx := context.Background()
+	consumer := func() devenv.Samples {
+		s, err := devenv.Scrape(ctx, in.metrics["consumer"])
+		if err != nil {
+			return devenv.Samples{}
+		}
+		return s
+	}
+	consumed := func(ds string) float64 {
+		return consumer().Sum("ingestor_consumer_records_total", `dataset="`+ds+`"`)
+	}
+	cli := func(args ...string) (int, string) {
+		t.Helper()
+		out, err := exec.Command(binary, append(args, "--config", in.cfgPath)...).CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("ingestor %v: %v", args, err)
+		}
+		code := 0
+		if ee != nil {
+			code = ee.ExitCode()
+		}
+		return code, string(out)
+	}
+	waitFor := func(what string, limit time.Duration, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(limit)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %s", what, limit)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	return consumer, consumed, cli, waitFor
 }
