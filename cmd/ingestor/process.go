@@ -92,16 +92,30 @@ func (p *process) serveMetrics(name string, routes ...metrics.Route) (net.Addr, 
 // serveControl serves the control socket of the WAL directory (see
 // shared/pause) with c, for `ingestor pause` and `ingestor resume`. It
 // lives until the returned stop is called, which the caller does only
-// after its Run returned.
-func (p *process) serveControl(c *pause.Controller) (func(), error) {
+// after its Run returned. A socket that cannot be made (a WAL path too
+// long for one, a file system without sockets) is logged as an error and
+// the process runs without it: the record path does not depend on it,
+// and a pause recorded earlier still holds, since the consumer reads the
+// record at start.
+func (p *process) serveControl(c *pause.Controller) func() {
+	l, err := p.listenControl()
+	if err != nil {
+		p.log.Error("no control socket: ingestor pause and resume cannot reach this process", "error", err)
+		return func() {}
+	}
+	return p.serveListener(l, c)
+}
+
+func (p *process) listenControl() (net.Listener, error) {
 	dir := p.cfg.Ingestion.WAL.Dir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create wal dir: %w", err)
 	}
-	l, err := pause.Listen(dir)
-	if err != nil {
-		return nil, err
-	}
+	return pause.Listen(dir)
+}
+
+func (p *process) serveListener(l net.Listener, c *pause.Controller) func() {
+	dir := p.cfg.Ingestion.WAL.Dir
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -111,7 +125,7 @@ func (p *process) serveControl(c *pause.Controller) (func(), error) {
 		}
 	}()
 	p.log.Info("control socket ready", "path", pause.SocketPath(dir))
-	return func() { cancel(); <-done }, nil
+	return func() { cancel(); <-done }
 }
 
 // stopContext is cancelled by the first SIGTERM or SIGINT, which starts the
@@ -150,12 +164,7 @@ func runSupervisor(args []string) int {
 		return exitError
 	}
 	defer stopMetrics()
-	stopControl, err := p.serveControl(sup.Pauses())
-	if err != nil {
-		p.log.Error("serve the control socket", "error", err)
-		return exitError
-	}
-	defer stopControl()
+	defer p.serveControl(sup.Pauses())()
 	if err := sup.Run(p.stopContext()); err != nil {
 		p.log.Error("supervisor stopped", "error", err)
 		return exitError
@@ -201,12 +210,7 @@ func roleCommand(name string) func(args []string) int {
 				p.log.Error("start role", "error", err)
 				return exitError
 			}
-			stopControl, err := p.serveControl(ctrl)
-			if err != nil {
-				p.log.Error("serve the control socket", "error", err)
-				return exitError
-			}
-			defer stopControl()
+			defer p.serveControl(ctrl)()
 		}
 		err = r.Run(p.stopContext())
 		if err != nil && !errors.Is(err, context.Canceled) {

@@ -66,7 +66,8 @@ type Volume struct {
 	// Paused tells whether the consumer paused consumption; null when the
 	// consumer is down.
 	Paused *bool `json:"paused"`
-	// PausedReasons are why: the volume above the watermark, the supervisor.
+	// PausedReasons are why: wal_volume_above_high_watermark, operator
+	// (an operator paused one dataset or more; see Dataset.OperatorPause).
 	PausedReasons []string `json:"paused_reasons,omitempty"`
 }
 
