@@ -26,7 +26,14 @@ import (
 // something for recovery to delete, so consumer.after-rename is armed with
 // it (with its own marker).
 func TestFailpoints(t *testing.T) {
-	names := failpoint.Names()
+	// pause.after-record is reached by a pause request only:
+	// TestPauseCrashAfterTheRecord crashes it.
+	var names []string
+	for _, n := range failpoint.Names() {
+		if n != failpoint.PauseAfterRecord {
+			names = append(names, n)
+		}
+	}
 	var topics []string
 	for i := range names {
 		topics = append(topics, fmt.Sprintf("fp%da", i), fmt.Sprintf("fp%db", i))

@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/icewal/ingestor/internal/devenv"
+	"github.com/icewal/ingestor/shared/failpoint"
+	"github.com/icewal/ingestor/shared/pause"
 )
 
 // TestPauseAndResume is what an operator does during a catalog
@@ -287,3 +291,77 @@ func pauseHelpers(t *testing.T, in *instance) (func() devenv.Samples, func(strin
 
 	return consumer, consumed, cli, waitFor
 }
+
+// TestPauseCrashAfterTheRecord crashes `ingestor run` at
+// pause.after-record: the pause is recorded, the consumer was not told,
+// and the whole tree is gone. The tree started again keeps the dataset
+// paused, a second pause is harmless, and after the resume every event
+// lands exactly once.
+func TestPauseCrashAfterTheRecord(t *testing.T) {
+	w := newWorld(t, worldOptions{topics: []string{"held", "flowing"}, partitions: 2})
+	marker := filepath.Join(w.dir, "fired-"+failpoint.PauseAfterRecord)
+	in := w.newInstance("pausecrash", instanceOptions{
+		datasets: []dataset{datasetOf("held"), datasetOf("flowing")},
+		env:      []string{failpoint.EnvVar + "=" + failpoint.PauseAfterRecord + "=1@" + marker},
+	})
+	defer in.dumpLogs()
+	ctx := context.Background()
+	_, consumed, cli, _ := pauseHelpers(t, in)
+	in.start("run")
+	in.waitReady(t, time.Minute)
+	for _, topic := range []string{"held", "flowing"} {
+		if err := w.produce(ctx, topic, 0, 300, 0, eventTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitRows(t, map[string]int64{"crash.held": 300, "crash.flowing": 300}, 2*time.Minute)
+
+	code, out := cli("pause", "--dataset", "held", "--reason", "crash test")
+	if code != exitErrorCode || !strings.Contains(out, "asking again is harmless") {
+		t.Fatalf("pause through a crashing supervisor: exit %d, want %d\n%s", code, exitErrorCode, out)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("failpoint %s did not fire: %v", failpoint.PauseAfterRecord, err)
+	}
+	if code := in.proc("run").exitCode(); code != failpoint.ExitCode {
+		t.Fatalf("ingestor run exited with %d, want the failpoint's %d", code, failpoint.ExitCode)
+	}
+	rec, err := pause.Read(in.walDir)
+	if err != nil || rec.Datasets["held"].Reason != "crash test" {
+		t.Fatalf("record after the crash = %+v, %v; want held paused", rec, err)
+	}
+
+	in.start("run")
+	in.waitReady(t, time.Minute)
+	for _, topic := range []string{"held", "flowing"} {
+		if err := w.produce(ctx, topic, 300, 500, 0, eventTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitRows(t, map[string]int64{"crash.flowing": 800}, 2*time.Minute)
+	time.Sleep(2 * time.Second)
+	if got := consumed("held"); got != 0 {
+		t.Fatalf("after the crash the paused dataset read %v records", got)
+	}
+	if rows := w.tableRows(ctx, "crash.held"); rows != 300 {
+		t.Fatalf("crash.held holds %d rows while paused, want 300", rows)
+	}
+	// Asking again, as the error said, changes nothing.
+	if code, out := cli("pause", "--dataset", "held"); code != 0 || !strings.Contains(out, "nothing to do") || !strings.Contains(out, "(crash test)") {
+		t.Fatalf("second pause: exit %d\n%s", code, out)
+	}
+	if code, out := cli("resume", "--dataset", "held"); code != 0 || !strings.Contains(out, "resumed held") {
+		t.Fatalf("resume: exit %d\n%s", code, out)
+	}
+	w.waitRows(t, map[string]int64{"crash.held": 800}, 2*time.Minute)
+	in.stop(t, 90*time.Second)
+	for _, name := range []string{"crash.held", "crash.flowing"} {
+		if missing, dup, unexpected, rows := w.exactlyOnce(t, name, 0, 800); missing+dup+unexpected != 0 || rows != 800 {
+			t.Errorf("%s: %d missing, %d duplicated, %d unexpected, %d rows; want each of 800 events once", name, missing, dup, unexpected, rows)
+		}
+	}
+}
+
+// exitErrorCode is the exit code of an ingestor command that ran and
+// failed.
+const exitErrorCode = 1

@@ -36,6 +36,7 @@ const (
 	MaintainerAfterExpire   = "maintainer.after-expire"
 	MaintainerAfterManifest = "maintainer.after-manifests"
 	MaintainerAfterCompact  = "maintainer.after-compact"
+	PauseAfterRecord        = "pause.after-record"
 )
 
 // Names returns every failpoint name, in record-path order.
@@ -45,6 +46,7 @@ func Names() []string {
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker,
 		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset,
 		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,
+		PauseAfterRecord,
 	}
 }
 

@@ -68,7 +68,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (Answer,
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return Answer{}, fmt.Errorf("%w at %s: start it, or run this on its machine (in its pod) with its configuration", ErrNotRunning, c.path)
 		}
-		return Answer{}, fmt.Errorf("control socket %s: %w", c.path, err)
+		return Answer{}, fmt.Errorf("control socket %s: %w (the request may be recorded all the same: ingestor status shows what is paused, and asking again is harmless)", c.path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/icewal/ingestor/shared/failpoint"
 )
 
 // Applier is what a pause is applied to: the consumer itself (sidecar
@@ -160,6 +162,13 @@ func (c *Controller) commitLocked(next Record, changed []string) error {
 	if err := Write(c.dir, next); err != nil {
 		return err
 	}
+	// A crash right here: the change is durable and the consumer has not
+	// heard of it. The supervisor's death takes the children with it (the
+	// sidecar consumer is this process), and the consumer that starts
+	// next reads the record before it fetches. The caller sees its
+	// connection fail and may ask again: a second pause or resume of the
+	// same datasets changes nothing.
+	failpoint.Hit(failpoint.PauseAfterRecord)
 	c.rec = next
 	return nil
 }
