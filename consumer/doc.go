@@ -37,4 +37,11 @@
 // partition's committed offset without a row (control.go). A watchdog per
 // dataset (watchdog.go) compares the brokers' view with the consumer's
 // progress and reports, mends or ends a consumer that reads nothing.
+//
+// A dataset's fetching is paused (gate.go) while the WAL volume is above
+// its high watermark (backpressure.go; every dataset), or while an
+// operator paused it (ingestor pause; shared/pause), the two kept apart.
+// A paused dataset stays in its group and keeps rotating by age and
+// committing what it holds. Run reads the operators' pause record before
+// any client fetches.
 package consumer
