@@ -158,6 +158,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	for _, n := range paused.Names() {
 		if !c.configured(n) {
 			c.log.Warn("the pause record names a dataset the configuration does not have: ignored (ingestor resume --dataset NAME clears it)", "dataset", n)
+			delete(paused.Datasets, n)
 			continue
 		}
 		e := paused.Datasets[n]
