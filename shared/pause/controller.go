@@ -54,8 +54,11 @@ type Controller struct {
 
 	// mu orders the requests and Sync: each writes the record, then
 	// applies it, before the next starts (see Sync).
-	mu  sync.Mutex
-	rec Record
+	mu sync.Mutex
+	// recMu guards rec for Record, which must not wait for a request's
+	// calls to the consumer; rec changes with both locks held.
+	recMu sync.Mutex
+	rec   Record
 }
 
 // NewController reads the pause record of the WAL directory dir. target
@@ -74,8 +77,8 @@ func NewController(dir string, datasets []string, target func() Applier, log *sl
 
 // Record returns a copy of the pause record.
 func (c *Controller) Record() Record {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.recMu.Lock()
+	defer c.recMu.Unlock()
 	return c.copyLocked()
 }
 
@@ -169,7 +172,9 @@ func (c *Controller) commitLocked(next Record, changed []string) error {
 	// connection fail and may ask again: a second pause or resume of the
 	// same datasets changes nothing.
 	failpoint.Hit(failpoint.PauseAfterRecord)
+	c.recMu.Lock()
 	c.rec = next
+	c.recMu.Unlock()
 	return nil
 }
 
