@@ -21,6 +21,7 @@ import (
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/kafkaclient"
+	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/tables"
 	"github.com/icewal/ingestor/shared/walfile"
@@ -61,6 +62,11 @@ type Consumer struct {
 	// tableEvery is how often each dataset's table is reloaded to see a
 	// schema change (tableRefreshEvery; shorter in tests).
 	tableEvery time.Duration
+	// pauseMu makes Run's read of the pause record and Pause and Resume
+	// happen one after the other: a Pause that arrives while Run starts
+	// is either in the record Run reads (it is recorded before it is
+	// sent) or applied after it, never overwritten by an older record.
+	pauseMu sync.Mutex
 }
 
 // New builds a consumer for every dataset of cfg.
@@ -77,20 +83,43 @@ func New(cfg *config.Config, opts role.Options) (*Consumer, error) {
 	}, nil
 }
 
-// Pause stops fetching from Kafka until Resume, without leaving the
-// consumer groups. It is what the RPC channel's Pause reaches when the
-// consumer runs as a child (see rpc.WithPauser); the supervisor does not
-// call it today: no operator command or drain step asks for it yet.
-func (c *Consumer) Pause(context.Context) error {
-	c.gate.setManual(true)
+// Pause is an operator's pause of one dataset (shared/pause): its
+// consumer stops fetching, without leaving its group, until Resume. It
+// keeps rotating its open segments by age and committing their offsets,
+// and the uploader and committer carry on with what it wrote. The
+// supervisor sends it over the RPC channel (rpc.WithPauser) once it has
+// recorded the pause; in the sidecar layout the control socket's
+// Controller calls it in this process. The record, not this call, is
+// what keeps the pause across restarts: Run reads it at every start.
+func (c *Consumer) Pause(_ context.Context, dataset string, e pause.Entry) error {
+	if !c.configured(dataset) {
+		return fmt.Errorf("pause: unknown dataset %q", dataset)
+	}
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	c.gate.setOperator(dataset, &e)
 	return nil
 }
 
-// Resume undoes Pause; consumption stays paused while the WAL volume is
-// above its high watermark.
-func (c *Consumer) Resume(context.Context) error {
-	c.gate.setManual(false)
+// Resume lifts an operator's pause of one dataset; the dataset stays
+// paused while the WAL volume is above its high watermark.
+func (c *Consumer) Resume(_ context.Context, dataset string) error {
+	if !c.configured(dataset) {
+		return fmt.Errorf("resume: unknown dataset %q", dataset)
+	}
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	c.gate.setOperator(dataset, nil)
 	return nil
+}
+
+func (c *Consumer) configured(dataset string) bool {
+	for _, d := range c.cfg.Datasets {
+		if d.Name == dataset {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseTimeout is the longest drain step 1 may take: a quarter of the
@@ -121,6 +150,26 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err := walfile.RemoveStraySums(dir); err != nil {
 		return err
 	}
+	// The operator's pauses hold from the first fetch: they are applied
+	// to each dataset's client as soon as it exists (gate.add), before it
+	// has joined its group.
+	c.pauseMu.Lock()
+	paused, err := pause.Read(dir)
+	if err != nil {
+		c.pauseMu.Unlock()
+		return err
+	}
+	for _, n := range paused.Names() {
+		if !c.configured(n) {
+			c.log.Warn("the pause record names a dataset the configuration does not have: ignored (ingestor resume --dataset NAME clears it)", "dataset", n)
+			delete(paused.Datasets, n)
+			continue
+		}
+		e := paused.Datasets[n]
+		c.log.Info("dataset stays paused by an operator", "dataset", n, "by", e.By, "reason", e.Reason, "since", e.Since)
+	}
+	c.gate.setOperatorAll(paused)
+	c.pauseMu.Unlock()
 	// The Go heap is held to the memory budget too, unless the operator
 	// set GOMEMLIMIT: the collector then runs harder rather than letting
 	// garbage push the process over it. Three eighths of the budget are
@@ -172,7 +221,6 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.loopsMu.Unlock()
 	g, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
 	for _, l := range loops {
-		c.gate.add(l)
 		g.Go(func() error { return l.run(ctx, gctx) })
 	}
 	return g.Wait()
@@ -276,6 +324,8 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		return nil, fmt.Errorf("dataset %s: kafka client: %w", ds.Name, err)
 	}
 	l.cl = cl
+	// A paused dataset's client is paused before it fetches anything.
+	c.gate.add(l)
 	// Recovery needs the committed offsets and the table, and must finish
 	// before this consumer writes anything.
 	if err := recoverDir(ctx, c.cfg.Ingestion.WAL.Dir, ds, cl, tbl, c.m, log); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -208,7 +209,8 @@ func TestConsumerPausesAboveHighWatermark(t *testing.T) {
 		used = v
 		mu.Unlock()
 	}
-	paused := func() float64 { return testutil.ToFloat64(e.c.m.paused.WithLabelValues("clicks")) }
+	paused := func() float64 { return testutil.ToFloat64(e.c.m.paused.WithLabelValues("clicks", PauseDisk)) }
+	operatorPaused := func() float64 { return testutil.ToFloat64(e.c.m.paused.WithLabelValues("clicks", PauseOperator)) }
 
 	e.produce(t, 0, 100)
 	waitFor(t, "first records consumed", 20*time.Second, func() bool { return e.consumed() == 100 })
@@ -235,19 +237,28 @@ func TestConsumerPausesAboveHighWatermark(t *testing.T) {
 		t.Fatalf("wal volume gauge = %v, want 0.749", v)
 	}
 
-	// The supervisor's pause holds even with room on the volume.
-	if err := e.c.Pause(context.Background()); err != nil {
+	// An operator's pause holds with room on the volume, and through a
+	// disk pause that starts and ends while it holds.
+	if err := e.c.Pause(context.Background(), "clicks", pause.Entry{By: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if paused() != 1 {
-		t.Fatal("Pause did not pause")
+	if paused() != 0 || operatorPaused() != 1 {
+		t.Fatalf("after Pause: disk %v operator %v, want 0 and 1", paused(), operatorPaused())
 	}
-	if err := e.c.Resume(context.Background()); err != nil {
+	setUsed(90)
+	waitFor(t, "disk pause under the operator's", 5*time.Second, func() bool { return paused() == 1 })
+	setUsed(10)
+	waitFor(t, "disk pause lifted", 5*time.Second, func() bool { return paused() == 0 })
+	time.Sleep(700 * time.Millisecond)
+	e.produce(t, 200, 50)
+	time.Sleep(2 * time.Second)
+	if got := e.consumed(); got != 200 {
+		t.Fatalf("the end of a disk pause lifted the operator's: consumed %v records, want 200", got)
+	}
+	if err := e.c.Resume(context.Background(), "clicks"); err != nil {
 		t.Fatal(err)
 	}
-	if paused() != 0 {
-		t.Fatal("Resume did not resume")
-	}
+	waitFor(t, "records consumed after the operator's resume", 20*time.Second, func() bool { return e.consumed() == 250 })
 }
 
 func TestReleaseTimeout(t *testing.T) {

@@ -64,10 +64,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ingestor_consumer_wal_volume_used_ratio", Help: "How full the WAL volume is, 0 to 1, measured every 250 ms.",
 		}),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ingestor_consumer_paused", Help: "1 while the dataset's Kafka consumer is paused (backpressure or supervisor).",
-		}, []string{"dataset"}),
+			Name: "ingestor_consumer_paused", Help: "1 while the dataset's Kafka consumer is paused for the reason: disk (the WAL volume is above its high watermark) or operator (ingestor pause).",
+		}, []string{"dataset", "reason"}),
 		pausedSeconds: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ingestor_consumer_paused_seconds_total", Help: "Time spent with consumption paused.",
+			Name: "ingestor_consumer_paused_seconds_total", Help: "Time spent with consumption paused because the WAL volume was above its high watermark.",
 		}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ingestor_consumer_lag_records", Help: "Records between the last one consumed and the partition's high watermark, as of the last fetch.",

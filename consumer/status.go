@@ -7,28 +7,26 @@ import (
 )
 
 // Status reports what an operator asks of the consumer: whether
-// consumption is paused and why, how full the WAL volume is, and per
+// consumption is paused and why (per dataset: the WAL volume, an
+// operator's pause with who, why and since when), how full the WAL volume is, and per
 // dataset the open segments, the assigned partitions, the lag of each
 // partition (records behind the high watermark at the last fetch), the
 // records consumed and those dropped by reason. It reads only the
 // consumer's own metrics and backpressure gate.
 func (c *Consumer) Status() map[string]any {
-	c.gate.mu.Lock()
-	paused, disk, manual, usedPct := c.gate.paused, c.gate.disk, c.gate.manual, c.gate.usedPct
-	c.gate.mu.Unlock()
+	gs := c.gate.state()
 	reasons := []string{}
-	if disk {
+	if gs.disk {
 		reasons = append(reasons, "wal_volume_above_high_watermark")
 	}
-	if manual {
-		reasons = append(reasons, "supervisor")
+	if len(gs.operator) > 0 {
+		reasons = append(reasons, PauseOperator)
 	}
 
 	segments := pmetrics.Read(c.m.segmentsOpen)
 	assigned := pmetrics.Read(c.m.assigned)
 	records := pmetrics.Read(c.m.records)
 	dropped := pmetrics.Read(c.m.dropped)
-	pausedDs := pmetrics.Read(c.m.paused)
 	lag := pmetrics.Read(c.m.lag)
 	unassigned := pmetrics.Read(c.m.unassigned)
 	stalled := pmetrics.Read(c.m.stalled)
@@ -56,12 +54,21 @@ func (c *Consumer) Status() map[string]any {
 			}
 		}
 		sort.Strings(stalledReasons)
-		datasets[d.Name] = map[string]any{
+		dsReasons := []string{}
+		if gs.disk {
+			dsReasons = append(dsReasons, PauseDisk)
+		}
+		e, operator := gs.operator[d.Name]
+		if operator {
+			dsReasons = append(dsReasons, PauseOperator)
+		}
+		ds := map[string]any{
 			"topic":               d.Topic,
 			"consumer_group":      d.ConsumerGroup,
 			"segments_open":       sumFor(segments, d.Name),
 			"partitions_assigned": sumFor(assigned, d.Name),
-			"paused":              sumFor(pausedDs, d.Name) > 0,
+			"paused":              len(dsReasons) > 0,
+			"paused_reasons":      dsReasons,
 			"lag_records":         lagByPartition,
 			"lag_records_total":   total,
 			"records":             sumFor(records, d.Name),
@@ -70,11 +77,15 @@ func (c *Consumer) Status() map[string]any {
 			"unassigned_partitions": sumFor(unassigned, d.Name),
 			"stalled":               stalledReasons,
 		}
+		if operator {
+			ds["operator_pause"] = e
+		}
+		datasets[d.Name] = ds
 	}
 	return map[string]any{
-		"paused":              paused,
+		"paused":              len(reasons) > 0,
 		"paused_reasons":      reasons,
-		"wal_volume_used_pct": usedPct,
+		"wal_volume_used_pct": gs.usedPct,
 		"high_watermark_pct":  c.gate.high,
 		"resume_below_pct":    c.gate.high - resumeGapPct,
 		"datasets":            datasets,

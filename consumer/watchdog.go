@@ -19,7 +19,7 @@ const (
 	StallUnassigned = "unassigned"
 	// StallNoProgress: partitions this consumer owns hold committed
 	// records it has not read, and it read nothing for
-	// ingestion.stallTimeoutSeconds, while not paused for backpressure.
+	// ingestion.stallTimeoutSeconds, while not paused (for the disk or by an operator).
 	StallNoProgress = "no_progress"
 	// StallTopicRecreated: the topic's id changed under the consumer.
 	StallTopicRecreated = "topic_recreated"
@@ -251,7 +251,7 @@ func (d *watchdog) check(ctx context.Context) error {
 			}
 		}
 	}
-	paused, _ := d.l.c.gate.state()
+	paused := d.l.c.gate.pausedFor(d.l.ds.Name)
 	if moved || behind == 0 || paused || d.progressAt.IsZero() {
 		d.progressAt = now
 	}
@@ -302,15 +302,15 @@ func (d *watchdog) open(reason, what string, attrs ...any) {
 }
 
 // mend resumes the fetching of every partition the client holds, unless
-// the backpressure gate pauses the topic, and makes the client rejoin the
+// the gate pauses the dataset (for the disk or an operator), and makes the client rejoin the
 // group: a partition left paused, or an assignment that never settled,
 // is taken up again. Records already written stay: a rejoin revokes
 // partitions through the revoke callback, which rotates and commits them.
 func (d *watchdog) mend() {
-	if paused, _ := d.l.c.gate.state(); !paused {
+	d.l.c.gate.unlessPaused(d.l.ds.Name, func() {
 		d.l.cl.ResumeFetchTopics(d.l.ds.Topic)
 		d.l.cl.ResumeFetchPartitions(d.l.cl.PauseFetchPartitions(nil))
-	}
+	})
 	d.l.cl.ForceRebalance()
 }
 

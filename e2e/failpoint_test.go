@@ -28,7 +28,14 @@ import (
 // it (with its own marker); consumer.generation-lost needs a consumer
 // frozen past its session (frozen_test.go).
 func TestFailpoints(t *testing.T) {
-	names := failpoint.Names()
+	// pause.after-record is reached by a pause request only:
+	// TestPauseCrashAfterTheRecord crashes it.
+	var names []string
+	for _, n := range failpoint.Names() {
+		if n != failpoint.PauseAfterRecord {
+			names = append(names, n)
+		}
+	}
 	var topics []string
 	for i := range names {
 		topics = append(topics, fmt.Sprintf("fp%da", i), fmt.Sprintf("fp%db", i))

@@ -45,6 +45,17 @@
 // passes. A sequential drain would add nothing to the ordering and would
 // spend the budget one role at a time.
 //
+// # Pause
+//
+// `ingestor pause` and `ingestor resume` reach the supervisor through the
+// control socket in the WAL directory (shared/pause), which the command
+// layer serves with Pauses. A request is recorded in the WAL directory
+// first and then sent to the consumer child over the RPC channel; after
+// each start of a consumer child the supervisor sends it the whole record
+// again (pause.Controller.Sync), since a request may have been recorded
+// while the child started and could not be reached. Status lists the
+// operators' pauses under "paused".
+//
 // The supervisor's own /metrics endpoint is served by the command layer
 // (shared/metrics), which stops it only after Run has returned, so the
 // endpoint stays up during the drain.

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -20,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/rpc"
 	"github.com/icewal/ingestor/shared/walfile"
@@ -109,18 +113,50 @@ func serveTestRole(name, dir string) {
 		return walfile.WriteAtomic(dir, name+".drained", []byte(strconv.FormatInt(time.Now().UnixNano(), 10)))
 	}
 	status := func() map[string]any { return map[string]any{"beats": beats.Load()} }
+	opts := []rpc.ChildOption{rpc.WithLogger(log)}
+	if name == role.Consumer {
+		opts = append(opts, rpc.WithPauser(&testPauser{dir: dir, paused: map[string]pause.Entry{}}))
+	}
 	// A child writing to the stderr of a dead supervisor dies of SIGPIPE;
 	// ignoring it here keeps the orphan test about Pdeathsig and the
 	// parent check.
 	signal.Ignore(syscall.SIGPIPE)
-	rpc.ServeChild(name, run, status, rpc.WithLogger(log))
+	rpc.ServeChild(name, run, status, opts...)
+}
+
+// testPauser is the test consumer's side of Pause and Resume: it writes
+// "<pid>:<paused datasets, sorted, comma separated>" to consumer.paused
+// after each call.
+type testPauser struct {
+	dir    string
+	mu     sync.Mutex
+	paused map[string]pause.Entry
+}
+
+func (p *testPauser) Pause(_ context.Context, dataset string, e pause.Entry) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused[dataset] = e
+	return p.writeLocked()
+}
+
+func (p *testPauser) Resume(_ context.Context, dataset string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.paused, dataset)
+	return p.writeLocked()
+}
+
+func (p *testPauser) writeLocked() error {
+	names := slices.Sorted(maps.Keys(p.paused))
+	return walfile.WriteAtomic(p.dir, role.Consumer+".paused", []byte(fmt.Sprintf("%d:%s", os.Getpid(), strings.Join(names, ","))))
 }
 
 func testConfig(dir string, drain time.Duration) *config.Config {
 	return &config.Config{Ingestion: config.Ingestion{
 		DrainTimeoutSeconds: drain.Seconds(),
 		WAL:                 config.WAL{Dir: dir},
-	}}
+	}, Datasets: []config.Dataset{{Name: "orders"}, {Name: "clicks"}}}
 }
 
 // runTestSupervisor runs a supervisor of test roles until SIGTERM.

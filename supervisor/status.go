@@ -10,7 +10,8 @@ import (
 // Status reports what an operator asks of the supervisor itself, served
 // on its metrics endpoint's /status: its PID and uptime, and per role
 // whether a child runs, its PID, since when, and how often it was
-// restarted.
+// restarted; and the datasets an operator paused, with who, why and
+// since when, as the pause record has them.
 func (s *Supervisor) Status() map[string]any {
 	now := time.Now()
 	restarts := pmetrics.Read(s.metrics.restarts)
@@ -32,6 +33,7 @@ func (s *Supervisor) Status() map[string]any {
 		"started":        s.started.UTC().Format(time.RFC3339),
 		"uptime_seconds": now.Sub(s.started).Seconds(),
 		"children":       children,
+		"paused":         s.pauses.Record().Datasets,
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/rpc"
 )
@@ -50,6 +51,9 @@ type Supervisor struct {
 
 	mu       sync.Mutex
 	children map[string]*child // the running child of each role
+
+	// pauses keeps the operators' pauses and tells the consumer child.
+	pauses *pause.Controller
 }
 
 // New returns a Supervisor of the three roles, configured by cfg, whose
@@ -78,7 +82,7 @@ func New(cfg *config.Config, configPath string, opts Options) (*Supervisor, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Supervisor{
+	s := &Supervisor{
 		cfg:   cfg,
 		roles: roles,
 		opts:  opts,
@@ -92,7 +96,51 @@ func New(cfg *config.Config, configPath string, opts Options) (*Supervisor, erro
 		metrics:  m,
 		started:  time.Now(),
 		children: map[string]*child{},
-	}, nil
+	}
+	names := make([]string, 0, len(cfg.Datasets))
+	for _, d := range cfg.Datasets {
+		names = append(names, d.Name)
+	}
+	s.pauses, err = pause.NewController(cfg.Ingestion.WAL.Dir, names, s.consumerApplier, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Pauses is the controller of the operators' pauses, which the control
+// socket serves (see shared/pause).
+func (s *Supervisor) Pauses() *pause.Controller { return s.pauses }
+
+// rpcTimeout bounds one Pause or Resume call to the consumer child.
+const rpcTimeout = 5 * time.Second
+
+// consumerApplier returns the running consumer child as the target of
+// pauses, or nil while none runs.
+func (s *Supervisor) consumerApplier() pause.Applier {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.children[role.Consumer]
+	if c == nil {
+		return nil
+	}
+	return timedApplier{c.role}
+}
+
+// timedApplier bounds each call to the child: a child that hangs must not
+// hold the operator's command, nor the next start's Sync.
+type timedApplier struct{ r rpc.Role }
+
+func (a timedApplier) Pause(ctx context.Context, dataset string, e pause.Entry) error {
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	return a.r.Pause(ctx, dataset, e)
+}
+
+func (a timedApplier) Resume(ctx context.Context, dataset string) error {
+	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	return a.r.Resume(ctx, dataset)
 }
 
 // Run starts the roles and keeps them running until ctx ends, then drains
@@ -132,6 +180,14 @@ func (s *Supervisor) keep(ctx context.Context, roleName string, drainDeadline fu
 		} else {
 			s.setChild(roleName, c)
 			s.log.Info("role started", "child", roleName, "pid", c.pid)
+			if roleName == role.Consumer {
+				// The child read the pause record when it started; a pause
+				// or resume recorded since then, while it could not be
+				// reached, reaches it now (pause.Controller.Sync).
+				if err := s.pauses.Sync(context.WithoutCancel(ctx)); err != nil {
+					s.log.Warn("tell the consumer the operators' pauses: it applies the record at its next start", "child", roleName, "error", err)
+				}
+			}
 			exited := c.waitExit(ctx)
 			if !exited {
 				s.drain(c, drainDeadline())

@@ -5,6 +5,8 @@
 //	ingestor consumer --config FILE   one role alone (or as the supervisor's child)
 //	ingestor uploader --config FILE
 //	ingestor committer --config FILE
+//	ingestor pause --config FILE [--dataset D] [--reason TEXT]
+//	ingestor resume --config FILE [--dataset D]
 //	ingestor help                     every subcommand, one line each
 //
 // This package parses flags and dispatches; the work is in the role
@@ -48,6 +50,8 @@ func commands() map[string]command {
 		"bloom":         {runBloom, "ask a bloom sidecar whether a data file may hold a value (bloom test)"},
 		"table":         {runTable, "look at a dataset's Iceberg table: describe, snapshots, files, head"},
 		"status":        {runStatus, "what the running ingestor does: processes, volume, lag, uploads, commits"},
+		"pause":         {runPause, "stop fetching a dataset (or all) until resumed, across restarts; Kafka keeps the events"},
+		"resume":        {runResume, "lift an operator's pause of a dataset (or all); a full-volume pause stays"},
 		"bench":         {runBench, "the whole record path against a local broker and Azurite, scored"},
 		"version":       {runVersion, "the version, the commit, and the Go and library versions built in"},
 	}

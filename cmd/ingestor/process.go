@@ -17,6 +17,7 @@ import (
 	"github.com/icewal/ingestor/internal/status"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/metrics"
+	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/rpc"
 	"github.com/icewal/ingestor/supervisor"
@@ -88,6 +89,45 @@ func (p *process) serveMetrics(name string, routes ...metrics.Route) (net.Addr, 
 	return bound, stop, nil
 }
 
+// serveControl serves the control socket of the WAL directory (see
+// shared/pause) with c, for `ingestor pause` and `ingestor resume`. It
+// lives until the returned stop is called, which the caller does only
+// after its Run returned. A socket that cannot be made (a WAL path too
+// long for one, a file system without sockets) is logged as an error and
+// the process runs without it: the record path does not depend on it,
+// and a pause recorded earlier still holds, since the consumer reads the
+// record at start.
+func (p *process) serveControl(c *pause.Controller) func() {
+	l, err := p.listenControl()
+	if err != nil {
+		p.log.Error("no control socket: ingestor pause and resume cannot reach this process", "error", err)
+		return func() {}
+	}
+	return p.serveListener(l, c)
+}
+
+func (p *process) listenControl() (net.Listener, error) {
+	dir := p.cfg.Ingestion.WAL.Dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create wal dir: %w", err)
+	}
+	return pause.Listen(dir)
+}
+
+func (p *process) serveListener(l net.Listener, c *pause.Controller) func() {
+	dir := p.cfg.Ingestion.WAL.Dir
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := pause.Serve(ctx, l, c, p.log); err != nil {
+			p.log.Error("control socket stopped", "error", err)
+		}
+	}()
+	p.log.Info("control socket ready", "path", pause.SocketPath(dir))
+	return func() { cancel(); <-done }
+}
+
 // stopContext is cancelled by the first SIGTERM or SIGINT, which starts the
 // orderly drain; a second one exits at once, leaving the rest to recovery
 // at the next start.
@@ -124,6 +164,7 @@ func runSupervisor(args []string) int {
 		return exitError
 	}
 	defer stopMetrics()
+	defer p.serveControl(sup.Pauses())()
 	if err := sup.Run(p.stopContext()); err != nil {
 		p.log.Error("supervisor stopped", "error", err)
 		return exitError
@@ -165,6 +206,17 @@ func roleCommand(name string) func(args []string) int {
 			}
 			rpc.ServeChild(name, r.Run, roleStatus, opts...) // exits the process
 		}
+		// Alone (the sidecar layout) the consumer serves the control
+		// socket itself; as a child, the supervisor does.
+		if applier, ok := r.(pause.Applier); ok {
+			ctrl, err := pause.NewController(p.cfg.Ingestion.WAL.Dir, datasetNames(p.cfg),
+				func() pause.Applier { return applier }, p.log)
+			if err != nil {
+				p.log.Error("start role", "error", err)
+				return exitError
+			}
+			defer p.serveControl(ctrl)()
+		}
 		err = r.Run(p.stopContext())
 		if err != nil && !errors.Is(err, context.Canceled) {
 			p.log.Error("role stopped", "error", err)
@@ -173,4 +225,13 @@ func roleCommand(name string) func(args []string) int {
 		p.log.Info("role stopped")
 		return 0
 	}
+}
+
+// datasetNames returns the configured datasets' names.
+func datasetNames(cfg *config.Config) []string {
+	names := make([]string, 0, len(cfg.Datasets))
+	for _, d := range cfg.Datasets {
+		names = append(names, d.Name)
+	}
+	return names
 }

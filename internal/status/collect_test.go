@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
@@ -123,7 +124,9 @@ ingestor_supervisor_role_restarts_total{role="consumer"} 0
 ingestor_supervisor_role_restarts_total{role="uploader"} 4
 ingestor_supervisor_role_restarts_total{role="committer"} 1
 `
-	}, nil)
+	}, &RoleStatus{Role: "supervisor", PID: 4100, Details: map[string]any{
+		"paused": map[string]any{"orders": map[string]any{"by": "alice (uid 1000)", "reason": "catalog migration", "since": "2026-12-02T05:00:00Z"}},
+	}})
 	cons := startFake(t, func(n int64) string {
 		// 500 more records at each scrape.
 		return fmt.Sprintf(`# TYPE ingestor_consumer_records_total counter
@@ -140,8 +143,10 @@ ingestor_consumer_lag_records{dataset="orders",partition="0"} 0
 # TYPE ingestor_consumer_segments_open gauge
 ingestor_consumer_segments_open{dataset="clicks"} 2
 # TYPE ingestor_consumer_paused gauge
-ingestor_consumer_paused{dataset="clicks"} 1
-ingestor_consumer_paused{dataset="orders"} 1
+ingestor_consumer_paused{dataset="clicks",reason="disk"} 1
+ingestor_consumer_paused{dataset="clicks",reason="operator"} 0
+ingestor_consumer_paused{dataset="orders",reason="disk"} 1
+ingestor_consumer_paused{dataset="orders",reason="operator"} 1
 # TYPE ingestor_consumer_wal_volume_used_ratio gauge
 ingestor_consumer_wal_volume_used_ratio 0.83
 `, 1000+500*n, planted)
@@ -210,6 +215,13 @@ ingestor_committer_last_commit_timestamp_seconds{dataset="clicks"} 1.7e9
 	if *clicks.SegmentsOpen != 2 || *orders.SegmentsOpen != 0 || !*clicks.Paused {
 		t.Errorf("clicks segments %v paused %v, orders segments %v", *clicks.SegmentsOpen, *clicks.Paused, *orders.SegmentsOpen)
 	}
+	if fmt.Sprint(clicks.PausedReasons) != "[disk]" || fmt.Sprint(orders.PausedReasons) != "[disk operator]" {
+		t.Errorf("paused reasons = %v / %v, want [disk] / [disk operator]", clicks.PausedReasons, orders.PausedReasons)
+	}
+	if p := orders.OperatorPause; clicks.OperatorPause != nil || p == nil || p.By != "alice (uid 1000)" || p.Reason != "catalog migration" ||
+		!p.Since.Equal(time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)) {
+		t.Errorf("operator pause = %+v / %+v, want orders' as the supervisor tells it", clicks.OperatorPause, orders.OperatorPause)
+	}
 	wantWAL := WALStates{Active: FileCount{2, 150}, Ready: FileCount{1, 1000}, Uploaded: FileCount{1, 7}}
 	if clicks.WAL != wantWAL || orders.WAL != (WALStates{}) {
 		t.Errorf("wal = %+v / %+v, want %+v / none", clicks.WAL, orders.WAL, wantWAL)
@@ -273,6 +285,35 @@ func TestAllDown(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestOperatorPauseFromTheRecord: with every process down, the pause an
+// operator recorded is still shown, read from the WAL directory.
+func TestOperatorPauseFromTheRecord(t *testing.T) {
+	walDir := t.TempDir()
+	since := time.Now().Add(-10 * time.Minute).UTC().Truncate(time.Second)
+	if err := pause.Write(walDir, pause.Record{Datasets: map[string]pause.Entry{"clicks": {By: "bob (uid 1001)", Since: since}}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, walDir, closedAddr(t), closedAddr(t), closedAddr(t), closedAddr(t))
+	c := NewCollector(cfg, Options{Interval: time.Millisecond})
+	r, err := c.Collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Datasets[0].OperatorPause; p == nil || p.By != "bob (uid 1001)" || !p.Since.Equal(since) || p.AgeSeconds < 590 {
+		t.Fatalf("clicks operator pause = %+v, want bob's from the record", p)
+	}
+	if r.Datasets[1].OperatorPause != nil {
+		t.Fatalf("orders operator pause = %+v, want none", r.Datasets[1].OperatorPause)
+	}
+	out, err := Format(r, FormatText, c.Redactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "pause      by bob (uid 1001) since ") || !strings.Contains(string(out), "(10m00s ago): no reason given") {
+		t.Errorf("text lacks the pause line:\n%s", out)
 	}
 }
 

@@ -136,8 +136,19 @@ func renderDataset(w io.Writer, r *Report, d Dataset) {
 	paused := unknown
 	if d.Paused != nil {
 		paused = yesNo(*d.Paused)
+		if len(d.PausedReasons) > 0 {
+			paused += " (" + strings.Join(d.PausedReasons, ", ") + ")"
+		}
 	}
 	fmt.Fprintf(w, "  consumer   %s events/s   paused %s   open segments %s\n", rate, paused, optNum(d.SegmentsOpen))
+	if p := d.OperatorPause; p != nil {
+		why := p.Reason
+		if why == "" {
+			why = "no reason given"
+		}
+		fmt.Fprintf(w, "  pause      by %s since %s (%s ago): %s; ingestor resume lifts it\n",
+			p.By, p.Since.UTC().Format("2006-01-02 15:04:05 UTC"), age(r.Time.Sub(p.Since)), why)
+	}
 	fmt.Fprintf(w, "  watchdog   %s\n", watchdogLine(d))
 
 	fmt.Fprintf(w, "  lag        %s records", optNum(d.LagTotal))

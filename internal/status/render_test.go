@@ -49,7 +49,8 @@ func goldenReport() *Report {
 			},
 			{
 				Name: "orders", Topic: "orders", Table: "shop.orders",
-				Paused: ptr(true), EventsPerSecond: ptr(0.0), Lag: []PartitionLag{}, LagTotal: ptr(0.0),
+				Paused: ptr(true), PausedReasons: []string{"disk", "operator"}, EventsPerSecond: ptr(0.0),
+				OperatorPause: &OperatorPause{By: "alice (uid 1000)", Reason: "catalog migration", Since: now.Add(-42 * time.Minute), AgeSeconds: 2520}, Lag: []PartitionLag{}, LagTotal: ptr(0.0),
 				Dropped: map[string]float64{}, DroppedTotal: ptr(0.0), SegmentsOpen: ptr(0.0),
 				Stalled: []string{}, UnassignedPartitions: ptr(0.0),
 			},

@@ -64,7 +64,8 @@ type Volume struct {
 	// Paused tells whether the consumer paused consumption; null when the
 	// consumer is down.
 	Paused *bool `json:"paused"`
-	// PausedReasons are why: the volume above the watermark, the supervisor.
+	// PausedReasons are why: wal_volume_above_high_watermark, operator
+	// (an operator paused one dataset or more; see Dataset.OperatorPause).
 	PausedReasons []string `json:"paused_reasons,omitempty"`
 }
 
@@ -100,6 +101,12 @@ type Dataset struct {
 	Table string `json:"table"`
 	// Paused: the dataset's Kafka consumer is paused.
 	Paused *bool `json:"paused"`
+	// PausedReasons are why, as the consumer's metric tells: disk (the WAL
+	// volume is above its high watermark), operator (ingestor pause).
+	PausedReasons []string `json:"paused_reasons,omitempty"`
+	// OperatorPause is an operator's pause of the dataset, as the pause
+	// record has it; nil when no operator paused it.
+	OperatorPause *OperatorPause `json:"operator_pause"`
 	// EventsPerSecond is the rate of records consumed between the two
 	// scrapes.
 	EventsPerSecond *float64 `json:"events_per_second"`
@@ -375,7 +382,8 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 				if v, ok := d["uptime_seconds"].(float64); ok {
 					proc.UptimeSeconds = ptr(v)
 				}
-			} else if ch, ok := d["children"].(map[string]any)[name].(map[string]any); ok {
+			} else if children, _ := d["children"].(map[string]any); children != nil {
+				ch, _ := children[name].(map[string]any)
 				if v, ok := ch["uptime_seconds"].(float64); ok {
 					proc.UptimeSeconds = ptr(v)
 				}
@@ -459,8 +467,15 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 		}
 	}
 
+	pauses, err := operatorPauses(sup, cons, wal.Dir)
+	if err != nil && r.WALError == "" {
+		r.WALError = c.red.String(err.Error())
+	}
 	for _, d := range c.cfg.Datasets {
 		ds := Dataset{Name: d.Name, Topic: d.Topic, Table: d.Table, Dropped: map[string]float64{}, Lag: []PartitionLag{}}
+		if e, ok := pauses[d.Name]; ok {
+			ds.OperatorPause = &OperatorPause{By: c.red.String(e.By), Reason: c.red.String(e.Reason), Since: e.Since.UTC(), AgeSeconds: now.Sub(e.Since).Seconds()}
+		}
 		if st := byTopic[d.Topic]; st != nil {
 			ds.WAL = *st
 			delete(byTopic, d.Topic)
@@ -537,6 +552,12 @@ func (c *Collector) consumerView(ds *Dataset, cons, prev *probe, match map[strin
 	} else {
 		ds.Paused = ptr(false)
 	}
+	for reason, v := range m.by("ingestor_consumer_paused", "reason", match) {
+		if v > 0 && reason != "" {
+			ds.PausedReasons = append(ds.PausedReasons, reason)
+		}
+	}
+	sort.Strings(ds.PausedReasons)
 	var lagTotal float64
 	for p, v := range m.by("ingestor_consumer_lag_records", "partition", match) {
 		n, err := strconv.Atoi(p)

@@ -75,5 +75,13 @@
 //	maintainer.after-manifests  the manifest rewrite is committed
 //	maintainer.after-compact    the compaction's rewrite is committed
 //
-// Names lists them; the e2e test crashes the binary at each in turn.
+// Operator's pause (shared/pause/controller.go), in the supervisor, or in
+// the consumer in the sidecar layout:
+//
+//	pause.after-record          a pause or resume is recorded in the WAL
+//	                            directory, the consumer not yet told
+//
+// Names lists them; e2e/failpoint_test.go crashes the binary at each in
+// turn, except pause.after-record, which only a pause request reaches:
+// e2e/pause_test.go crashes it.
 package failpoint

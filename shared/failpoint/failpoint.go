@@ -38,6 +38,7 @@ const (
 	MaintainerAfterExpire   = "maintainer.after-expire"
 	MaintainerAfterManifest = "maintainer.after-manifests"
 	MaintainerAfterCompact  = "maintainer.after-compact"
+	PauseAfterRecord        = "pause.after-record"
 )
 
 // Names returns every failpoint name, in record-path order.
@@ -47,6 +48,7 @@ func Names() []string {
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker, QuarantineBeforeNote,
 		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset,
 		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,
+		PauseAfterRecord,
 	}
 }
 

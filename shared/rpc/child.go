@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+
+	"github.com/icewal/ingestor/shared/pause"
 )
 
 const (
@@ -259,19 +261,19 @@ func (c *child) state() string {
 }
 
 // Pause implements Role.
-func (c *child) Pause(ctx context.Context) error {
+func (c *child) Pause(ctx context.Context, dataset string, e pause.Entry) error {
 	if c.pauser == nil {
 		return nil
 	}
-	return c.pauser.Pause(ctx)
+	return c.pauser.Pause(ctx, dataset, e)
 }
 
 // Resume implements Role.
-func (c *child) Resume(ctx context.Context) error {
+func (c *child) Resume(ctx context.Context, dataset string) error {
 	if c.pauser == nil {
 		return nil
 	}
-	return c.pauser.Resume(ctx)
+	return c.pauser.Resume(ctx, dataset)
 }
 
 // stdLogWriter turns lines of the standard logger, as go-plugin writes

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+
+	"github.com/icewal/ingestor/shared/pause"
 )
 
 type syncBuffer struct {
@@ -104,20 +106,24 @@ func TestChildServesRole(t *testing.T) {
 	if st.Role != "testrole" || st.PID != tc.cmd.Process.Pid || st.MetricsAddress != "127.0.0.1:1234" || st.State != StateRunning {
 		t.Errorf("status = %+v, want testrole, pid %d, 127.0.0.1:1234, running", st, tc.cmd.Process.Pid)
 	}
-	if st.Details["n"] != 42.0 || st.Details["mode"] != "wait" || st.Details["paused"] != false {
+	if st.Details["n"] != 42.0 || st.Details["mode"] != "wait" || len(st.Details["paused"].(map[string]any)) != 0 {
 		t.Errorf("details = %v", st.Details)
 	}
 
-	if err := tc.role.Pause(ctx); err != nil {
+	// Pause and Resume carry the dataset and the operator's entry across.
+	since := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	if err := tc.role.Pause(ctx, "orders", pause.Entry{By: "alice (uid 1000)", Reason: "catalog migration", Since: since}); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := tc.role.Status(ctx); st.Details["paused"] != true {
-		t.Errorf("after Pause details = %v, want paused", st.Details)
+	st, _ = tc.role.Status(ctx)
+	got, _ := st.Details["paused"].(map[string]any)["orders"].(map[string]any)
+	if got["by"] != "alice (uid 1000)" || got["reason"] != "catalog migration" || got["since"] != since.Format(time.RFC3339) {
+		t.Errorf("after Pause details = %v, want orders paused by alice for the migration", st.Details)
 	}
-	if err := tc.role.Resume(ctx); err != nil {
+	if err := tc.role.Resume(ctx, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := tc.role.Status(ctx); st.Details["paused"] != false {
+	if st, _ := tc.role.Status(ctx); len(st.Details["paused"].(map[string]any)) != 0 {
 		t.Errorf("after Resume details = %v, want not paused", st.Details)
 	}
 
@@ -185,7 +191,7 @@ func TestDrainDeadline(t *testing.T) {
 
 func TestChildExitsWhenRunFails(t *testing.T) {
 	tc := startChild(t, "fail-on-pause")
-	if err := tc.role.Pause(ctxFor(t, 10*time.Second)); err != nil {
+	if err := tc.role.Pause(ctxFor(t, 10*time.Second), "orders", pause.Entry{By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if code := tc.exitCode(t); code != 1 {
@@ -204,7 +210,7 @@ func TestStatusPanicIsAnError(t *testing.T) {
 		t.Fatalf("status = %v, want the panic as an error", err)
 	}
 	// The child survived the panic.
-	if err := tc.role.Pause(ctx); err != nil {
+	if err := tc.role.Pause(ctx, "orders", pause.Entry{By: "test"}); err != nil {
 		t.Fatalf("pause after a panic: %v", err)
 	}
 	if err := tc.role.Drain(ctx); err != nil {

@@ -29,8 +29,11 @@
 // (Empty, Duration, Struct), so the module needs no protoc step. Each call
 // carries its context's deadline, which gRPC applies to the child's side
 // as well; Drain also sends the budget left, which the child logs. The
-// Status crosses as a Struct holding its JSON object. No panic crosses the
-// RPC boundary: the server side turns a panic into an error.
+// Status crosses as a Struct holding its JSON object, and so do Pause's
+// and Resume's requests: the dataset, and for Pause the operator's
+// pause.Entry (who, why, since when), which the consumer applies
+// (shared/pause). No panic crosses the RPC boundary: the server side
+// turns a panic into an error.
 //
 // go-plugin's Kill asks the child's gRPC server to shut down. A child that
 // was not draining then exits at once (code 1); one that was draining

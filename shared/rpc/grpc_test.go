@@ -21,6 +21,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/icewal/ingestor/shared/pause"
 )
 
 func TestProtocolIsGRPC(t *testing.T) {
@@ -120,7 +122,8 @@ func TestOnlyTheSupervisorMayCall(t *testing.T) {
 			if err == nil {
 				t.Fatal("a caller other than the supervisor got an answer")
 			}
-			err = conn.Invoke(ctx, methodPause, new(emptypb.Empty), new(emptypb.Empty))
+			in, _ := toStruct(pauseRequest{Dataset: "orders", Entry: &pause.Entry{By: "intruder"}})
+			err = conn.Invoke(ctx, methodPause, in, new(emptypb.Empty))
 			if err == nil {
 				t.Fatal("a caller other than the supervisor paused the role")
 			}
@@ -128,7 +131,7 @@ func TestOnlyTheSupervisorMayCall(t *testing.T) {
 	}
 	// The supervisor's own client still works, and nothing was paused.
 	st, err := tc.role.Status(ctxFor(t, 5*time.Second))
-	if err != nil || st.State != StateRunning || st.Details["paused"] != false {
+	if err != nil || st.State != StateRunning || len(st.Details["paused"].(map[string]any)) != 0 {
 		t.Fatalf("status = %+v, %v; want running and not paused", st, err)
 	}
 	if err := tc.role.Drain(ctxFor(t, 10*time.Second)); err != nil {

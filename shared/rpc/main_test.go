@@ -5,15 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
+
+	"github.com/icewal/ingestor/shared/pause"
 )
 
 // Environment that turns the test binary into a child role or a host.
@@ -37,18 +39,32 @@ func TestMain(m *testing.M) {
 
 // testPauser records Pause and Resume so that Status can report them.
 type testPauser struct {
-	paused    atomic.Bool
+	mu        sync.Mutex
+	paused    map[string]pause.Entry
 	pauseOnce sync.Once
 	pausedCh  chan struct{} // closed at the first Pause
 }
 
-func (p *testPauser) Pause(context.Context) error {
-	p.paused.Store(true)
+func (p *testPauser) Pause(_ context.Context, dataset string, e pause.Entry) error {
+	p.mu.Lock()
+	p.paused[dataset] = e
+	p.mu.Unlock()
 	p.pauseOnce.Do(func() { close(p.pausedCh) })
 	return nil
 }
 
-func (p *testPauser) Resume(context.Context) error { p.paused.Store(false); return nil }
+func (p *testPauser) Resume(_ context.Context, dataset string) error {
+	p.mu.Lock()
+	delete(p.paused, dataset)
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *testPauser) state() map[string]pause.Entry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.paused)
+}
 
 // serveTestChild runs a child role whose behaviour the test chooses:
 //   - wait: run until drained, then take envDrainDelay and return
@@ -58,7 +74,7 @@ func (p *testPauser) Resume(context.Context) error { p.paused.Store(false); retu
 func serveTestChild(mode string) {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("role", "testrole")
 	delay, _ := time.ParseDuration(os.Getenv(envDrainDelay))
-	pauser := &testPauser{pausedCh: make(chan struct{})}
+	pauser := &testPauser{paused: map[string]pause.Entry{}, pausedCh: make(chan struct{})}
 	run := func(ctx context.Context) error {
 		if mode == "fail-on-pause" {
 			<-pauser.pausedCh
@@ -75,7 +91,7 @@ func serveTestChild(mode string) {
 		if mode == "panic-status" {
 			panic("status on purpose")
 		}
-		return map[string]any{"mode": mode, "n": 42, "paused": pauser.paused.Load(),
+		return map[string]any{"mode": mode, "n": 42, "paused": pauser.state(),
 			// Types structpb cannot take as they are: the Status crosses as JSON.
 			"nested": map[string][]string{"files": {"a", "b"}}, "since": time.Unix(0, 0).UTC()}
 	}

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/icewal/ingestor/shared/pause"
 )
 
 // RolePlugin is the go-plugin Plugin that carries a Role over gRPC. The
@@ -48,10 +50,12 @@ func (p *RolePlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn *g
 //	service Role {
 //	  rpc Drain(google.protobuf.Duration) returns (google.protobuf.Empty);
 //	  rpc Status(google.protobuf.Empty) returns (google.protobuf.Struct);
-//	  rpc Pause(google.protobuf.Empty) returns (google.protobuf.Empty);
-//	  rpc Resume(google.protobuf.Empty) returns (google.protobuf.Empty);
+//	  rpc Pause(google.protobuf.Struct) returns (google.protobuf.Empty);
+//	  rpc Resume(google.protobuf.Struct) returns (google.protobuf.Empty);
 //	}
 //
+// Pause's Struct is {"dataset", "entry": pause.Entry as JSON}, Resume's
+// {"dataset"}.
 // Drain's Duration is the budget the caller has left (zero: none), which
 // the child logs; the deadline itself travels as gRPC's deadline, like
 // every call's. Status's Struct is the Status as its JSON object.
@@ -69,8 +73,8 @@ const (
 type roleService interface {
 	Drain(ctx context.Context, budget *durationpb.Duration) (*emptypb.Empty, error)
 	Status(ctx context.Context, _ *emptypb.Empty) (*structpb.Struct, error)
-	Pause(ctx context.Context, _ *emptypb.Empty) (*emptypb.Empty, error)
-	Resume(ctx context.Context, _ *emptypb.Empty) (*emptypb.Empty, error)
+	Pause(ctx context.Context, req *structpb.Struct) (*emptypb.Empty, error)
+	Resume(ctx context.Context, req *structpb.Struct) (*emptypb.Empty, error)
 }
 
 var roleServiceDesc = grpc.ServiceDesc{
@@ -146,22 +150,58 @@ func (s *grpcServer) Status(ctx context.Context, _ *emptypb.Empty) (_ *structpb.
 	return out, nil
 }
 
+// pauseRequest is the JSON object that Pause's and Resume's Struct hold.
+type pauseRequest struct {
+	Dataset string       `json:"dataset"`
+	Entry   *pause.Entry `json:"entry,omitempty"`
+}
+
 // Pause is the RPC side of Role.Pause.
-func (s *grpcServer) Pause(ctx context.Context, _ *emptypb.Empty) (_ *emptypb.Empty, err error) {
+func (s *grpcServer) Pause(ctx context.Context, in *structpb.Struct) (_ *emptypb.Empty, err error) {
 	defer recoverAsError("pause", &err)
-	if err := s.impl.Pause(ctx); err != nil {
+	var req pauseRequest
+	if err := fromStruct(in, &req); err != nil || req.Dataset == "" || req.Entry == nil {
+		return nil, status.Errorf(codes.InvalidArgument, "pause: want a dataset and an entry (%v)", err)
+	}
+	if err := s.impl.Pause(ctx, req.Dataset, *req.Entry); err != nil {
 		return nil, toStatus(ctx, err)
 	}
 	return &emptypb.Empty{}, nil
 }
 
 // Resume is the RPC side of Role.Resume.
-func (s *grpcServer) Resume(ctx context.Context, _ *emptypb.Empty) (_ *emptypb.Empty, err error) {
+func (s *grpcServer) Resume(ctx context.Context, in *structpb.Struct) (_ *emptypb.Empty, err error) {
 	defer recoverAsError("resume", &err)
-	if err := s.impl.Resume(ctx); err != nil {
+	var req pauseRequest
+	if err := fromStruct(in, &req); err != nil || req.Dataset == "" {
+		return nil, status.Errorf(codes.InvalidArgument, "resume: want a dataset (%v)", err)
+	}
+	if err := s.impl.Resume(ctx, req.Dataset); err != nil {
 		return nil, toStatus(ctx, err)
 	}
 	return &emptypb.Empty{}, nil
+}
+
+// toStruct carries v, a value that encodes as a JSON object, as a Struct.
+func toStruct(v any) (*structpb.Struct, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, err
+	}
+	return structpb.NewStruct(obj)
+}
+
+// fromStruct decodes a Struct made by toStruct into v.
+func fromStruct(in *structpb.Struct, v any) error {
+	b, err := json.Marshal(in.AsMap())
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }
 
 // toStatus gives a role's error a gRPC code: DeadlineExceeded or Canceled
@@ -246,17 +286,25 @@ func (c *grpcClient) Status(ctx context.Context) (Status, error) {
 }
 
 // Pause implements Role.
-func (c *grpcClient) Pause(ctx context.Context) error {
-	if err := c.invoke(ctx, methodPause, new(emptypb.Empty), new(emptypb.Empty)); err != nil {
-		return fmt.Errorf("rpc pause: %w", err)
+func (c *grpcClient) Pause(ctx context.Context, dataset string, e pause.Entry) error {
+	in, err := toStruct(pauseRequest{Dataset: dataset, Entry: &e})
+	if err != nil {
+		return fmt.Errorf("rpc pause: encode: %w", err)
+	}
+	if err := c.invoke(ctx, methodPause, in, new(emptypb.Empty)); err != nil {
+		return fmt.Errorf("rpc pause %s: %w", dataset, err)
 	}
 	return nil
 }
 
 // Resume implements Role.
-func (c *grpcClient) Resume(ctx context.Context) error {
-	if err := c.invoke(ctx, methodResume, new(emptypb.Empty), new(emptypb.Empty)); err != nil {
-		return fmt.Errorf("rpc resume: %w", err)
+func (c *grpcClient) Resume(ctx context.Context, dataset string) error {
+	in, err := toStruct(pauseRequest{Dataset: dataset})
+	if err != nil {
+		return fmt.Errorf("rpc resume: encode: %w", err)
+	}
+	if err := c.invoke(ctx, methodResume, in, new(emptypb.Empty)); err != nil {
+		return fmt.Errorf("rpc resume %s: %w", dataset, err)
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package rpc
 
-import "context"
+import (
+	"context"
+
+	"github.com/icewal/ingestor/shared/pause"
+)
 
 // States a child reports in Status.
 const (
@@ -21,11 +25,13 @@ type Role interface {
 	Drain(ctx context.Context) error
 	// Status reports the role's identity and state.
 	Status(ctx context.Context) (Status, error)
-	// Pause stops taking in new work (the consumer's backpressure); roles
-	// that have nothing to pause answer nil.
-	Pause(ctx context.Context) error
-	// Resume undoes Pause; roles that have nothing to pause answer nil.
-	Resume(ctx context.Context) error
+	// Pause stops taking in the dataset's records: an operator's pause
+	// (see shared/pause), which the consumer applies; roles that have
+	// nothing to pause answer nil.
+	Pause(ctx context.Context, dataset string, e pause.Entry) error
+	// Resume lifts the operator's pause of the dataset; roles that have
+	// nothing to pause answer nil.
+	Resume(ctx context.Context, dataset string) error
 }
 
 // Status is a child's answer to Status.
@@ -43,11 +49,7 @@ type Status struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
-// Pauser is implemented by roles that can pause taking in work; a child
-// given one with WithPauser passes Pause and Resume on to it.
-type Pauser interface {
-	// Pause stops taking in new work until Resume.
-	Pause(ctx context.Context) error
-	// Resume takes in work again.
-	Resume(ctx context.Context) error
-}
+// Pauser is implemented by roles that can pause a dataset (the
+// consumer); a child given one with WithPauser passes Pause and Resume on
+// to it.
+type Pauser = pause.Applier
