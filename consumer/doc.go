@@ -40,7 +40,6 @@
 // consumer whose offset commit finds the group generation over (it was
 // paused past its session) handles its files as recovery would and
 // rejoins without a restart (rejoin.go).
-// progress and reports, mends or ends a consumer that reads nothing.
 //
 // A dataset's fetching is paused (gate.go) while the WAL volume is above
 // its high watermark (backpressure.go; every dataset), or while an
