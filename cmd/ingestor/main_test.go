@@ -47,7 +47,7 @@ func ingestor(t *testing.T, args ...string) (int, string) {
 var everySubcommand = []string{
 	"usage: ingestor <subcommand>",
 	"  bench ", "  bloom ", "  committer ", "  consumer ", "  demo ", "  run ",
-	"  status ", "  uploader ", "  version ", "  wal ",
+	"  maintainer ", "  pause ", "  resume ", "  status ", "  table ", "  uploader ", "  version ", "  wal ",
 	"the supervisor: runs the consumer, uploader, committer and maintainer",
 	"'ingestor <subcommand> --help'",
 }
