@@ -34,7 +34,7 @@
 //
 // The snapshot expiry also caps the snapshots of a table that leaves
 // retention to the ingestor at maintenance.maxSnapshots, so that a short
-// commit interval cannot grow metadata.json past about 500 KB.
+// commit interval cannot grow metadata.json past about 450 KB.
 //
 // Old metadata.json versions are not the maintainer's job: the tables the
 // ingestor creates carry write.metadata.delete-after-commit.enabled and

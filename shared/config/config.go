@@ -27,7 +27,7 @@ const (
 	DefaultMaintenanceIntervalSeconds  = 60
 	DefaultMaintenanceMaxManifests     = 100
 	DefaultMaintenanceCompactionFanIn  = 8
-	DefaultMaintenanceMaxSnapshots     = 500
+	DefaultMaintenanceMaxSnapshots     = 300
 	DefaultMaintenanceOrphanAgeHours   = 72
 	DefaultMaintenanceLease            = "kafka"
 )
