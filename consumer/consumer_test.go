@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/role"
 	"github.com/icewal/ingestor/shared/walfile"
@@ -267,11 +268,11 @@ func TestConsumerDropsHostileRecordsToDeadLetterTopic(t *testing.T) {
 	deep := []byte(`{"id":"d","meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"},"x":` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `}`)
 	huge := []byte(`{"id":"h","meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"},"pad":"` + strings.Repeat("x", 3000) + `"}`)
 	bad := map[string][]byte{
-		ReasonNotJSON:         []byte(`{"id":`),
-		ReasonTooLarge:        huge,
-		ReasonTooDeep:         deep,
-		ReasonConvert:         []byte(`{"id":"c","meta":{"tenant":"a","ts":"not a time"}}`),
-		ReasonMissingRequired: []byte(`{"meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"}}`),
+		decode.ReasonNotJSON:         []byte(`{"id":`),
+		decode.ReasonTooLarge:        huge,
+		decode.ReasonTooDeep:         deep,
+		decode.ReasonConvert:         []byte(`{"id":"c","meta":{"tenant":"a","ts":"not a time"}}`),
+		decode.ReasonMissingRequired: []byte(`{"meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"}}`),
 	}
 	var payloads [][]byte
 	for i := 0; i < 10; i++ {

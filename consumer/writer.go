@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/failpoint"
 	"github.com/icewal/ingestor/shared/tables"
@@ -46,7 +47,7 @@ type writer struct {
 	dir string
 	log *slog.Logger
 	m   *metrics
-	dec *Decoder
+	dec *decode.Decoder
 	row Row    // DecodeInto's scratch row, reused record after record
 	key []byte // the partition key of the record, reused likewise
 
@@ -96,7 +97,7 @@ type partState struct {
 }
 
 func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *iceberg.PartitionSpec, log *slog.Logger, m *metrics, commit commitFunc) (*writer, error) {
-	dec, err := NewDecoder(schema, ds.CustomMapping)
+	dec, err := decode.New(schema, ds.CustomMapping)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
 	}
@@ -148,12 +149,12 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 	if err == nil {
 		w.key, err = w.part.appendKey(w.key[:0], row)
 		if err != nil {
-			err = &DecodeError{Reason: ReasonConvert, Err: fmt.Errorf("partition value: %w", err)}
+			err = &decode.Error{Reason: decode.ReasonConvert, Err: fmt.Errorf("partition value: %w", err)}
 		}
 	}
 	if err != nil {
-		reason := ReasonNotJSON
-		var de *DecodeError
+		reason := decode.ReasonNotJSON
+		var de *decode.Error
 		if errors.As(err, &de) {
 			reason = de.Reason
 		}
