@@ -14,7 +14,7 @@ import (
 )
 
 // iceberg-go derives, with Iceberg field IDs and without large types. The
-// segment writer builds its RecordBuilder from it, and AppendRow expects
+// segment writer builds its RecordBuilder from it, and appendValue expects
 // exactly the builders it gives (string, binary, list: not the large
 // variants; uuid: the arrow uuid extension type; timestamps in microseconds).
 func ArrowSchema(schema *iceberg.Schema) (*arrow.Schema, error) {
@@ -23,21 +23,6 @@ func ArrowSchema(schema *iceberg.Schema) (*arrow.Schema, error) {
 		return nil, fmt.Errorf("convert iceberg schema to arrow: %w", err)
 	}
 	return s, nil
-}
-
-// AppendRow appends one decoded row to b, whose schema must be
-// ArrowSchema of the schema the row was decoded with. Every Row returned by
-// Decoder.Decode can be appended. A row that does not match the builder (a
-// wrong length or a value of the wrong Go type, which only hand-built rows
-// can have) is a programming error and panics.
-func AppendRow(b *array.RecordBuilder, row Row) {
-	fields := b.Fields()
-	if len(row) != len(fields) {
-		panic(fmt.Sprintf("consumer: AppendRow: row has %d values, builder has %d fields", len(row), len(fields)))
-	}
-	for i, fb := range fields {
-		appendValue(fb, row[i])
-	}
 }
 
 // appendValue appends v, in the Row representation, to the builder.
@@ -79,7 +64,7 @@ func appendValue(b array.Builder, v any) {
 	case *array.StructBuilder:
 		vals := v.([]any)
 		if len(vals) != b.NumField() {
-			panic(fmt.Sprintf("consumer: AppendRow: struct value has %d fields, builder has %d", len(vals), b.NumField()))
+			panic(fmt.Sprintf("consumer: append: struct value has %d fields, builder has %d", len(vals), b.NumField()))
 		}
 		b.Append(true)
 		for i, fv := range vals {
@@ -100,7 +85,7 @@ func appendValue(b array.Builder, v any) {
 	case *array.MapBuilder:
 		m := v.(decode.MapValue)
 		if len(m.Keys) != len(m.Values) {
-			panic(fmt.Sprintf("consumer: AppendRow: map value has %d keys and %d values", len(m.Keys), len(m.Values)))
+			panic(fmt.Sprintf("consumer: append: map value has %d keys and %d values", len(m.Keys), len(m.Values)))
 		}
 		b.Append(true)
 		kb, ib := b.KeyBuilder(), b.ItemBuilder()
@@ -109,6 +94,6 @@ func appendValue(b array.Builder, v any) {
 			appendValue(ib, m.Values[i])
 		}
 	default:
-		panic(fmt.Sprintf("consumer: AppendRow: unsupported builder %T for %s", b, b.Type()))
+		panic(fmt.Sprintf("consumer: append: unsupported builder %T for %s", b, b.Type()))
 	}
 }

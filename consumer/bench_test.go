@@ -221,7 +221,7 @@ func decodeAll(b *testing.B, s *pathShape) []Row {
 	}
 	rows := make([]Row, len(s.Payloads))
 	for i, p := range s.Payloads {
-		if rows[i], err = d.Decode(p); err != nil {
+		if rows[i], err = d.DecodeInto(nil, p); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -203,12 +203,11 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	l := &loop{c: c, ds: ds, fatal: make(chan error, 1)}
 	log := c.log.With("dataset", ds.Name)
 	spec := tbl.Spec()
-	w, err := newWriter(ds, c.cfg.Ingestion.WAL, tbl.Schema(), &spec, log, c.m, l.commit)
+	w, err := newWriter(ds, c.cfg.Ingestion.WAL, tbl.Schema(), &spec, log, c.m, c.mem, l.commit)
 	if err != nil {
 		return nil, err
 	}
 	l.w = w
-	w.mem = c.mem
 	w.identity = tableIdentity(tbl)
 	w.dec.Limit(c.cfg.Ingestion.MaxRecordBytes, c.cfg.Ingestion.MaxJSONDepth)
 	if ds.DeadLetterTopic != "" {

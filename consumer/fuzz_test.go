@@ -30,7 +30,7 @@ func FuzzAppend(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		row, err := d.Decode(payload)
+		row, err := d.DecodeInto(nil, payload)
 		if err != nil {
 			return // decode's FuzzDecode checks the errors
 		}

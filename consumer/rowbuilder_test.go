@@ -145,7 +145,7 @@ func decodeAllTypes(t *testing.T, schema *iceberg.Schema, mapping map[string]str
 	}
 	var rows []Row
 	for _, doc := range decodetest.AllTypesDocs {
-		row, err := d.Decode([]byte(doc))
+		row, err := d.DecodeInto(nil, []byte(doc))
 		if err != nil {
 			t.Fatalf("decode %s: %v", doc, err)
 		}

@@ -96,7 +96,7 @@ type partState struct {
 	since time.Time
 }
 
-func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *iceberg.PartitionSpec, log *slog.Logger, m *metrics, commit commitFunc) (*writer, error) {
+func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *iceberg.PartitionSpec, log *slog.Logger, m *metrics, mem *budgetAllocator, commit commitFunc) (*writer, error) {
 	dec, err := decode.New(schema, ds.CustomMapping)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
@@ -114,7 +114,7 @@ func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *
 		maxSize: wal.MaxFileSizeBytes, maxAge: wal.MaxFileAge(), maxOpen: wal.MaxOpenSegmentsPerPartition,
 		now: time.Now, commit: commit, drops: newDropLog(log, time.Second),
 		parts: map[int32]*partState{},
-		mem:   newBudgetAllocator(), budget: wal.MemoryBudgetBytes, heap: liveHeap,
+		mem:   mem, budget: wal.MemoryBudgetBytes, heap: liveHeap,
 		minFlush: max(minFlushBytes, minFlushPerColumn*int64(len(schema.Fields()))),
 		records:  m.records.WithLabelValues(ds.Name), rowsWritten: m.rowsWritten.WithLabelValues(ds.Name),
 	}, nil
@@ -384,17 +384,6 @@ func (w *writer) forget(partitions []int32) {
 			delete(w.parts, p)
 		}
 	}
-}
-
-// openSegments counts the open segments.
-func (w *writer) openSegments() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, st := range w.parts {
-		n += len(st.segs)
-	}
-	return n
 }
 
 // dropLog logs dropped records at most once per interval per reason, with

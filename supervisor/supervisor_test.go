@@ -3,6 +3,8 @@ package supervisor
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -19,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/rpc"
 )
 
 type syncBuffer struct {
@@ -127,7 +130,7 @@ func (h *harness) waitRunning() map[string]int {
 	h.waitFor("all roles running", 30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		st, err := h.s.Statuses(ctx)
+		st, err := h.s.statuses(ctx)
 		if err != nil || len(st) != len(role.All) {
 			return false
 		}
@@ -363,4 +366,27 @@ func TestRolesMaintainer(t *testing.T) {
 	if got := Roles(cfg); !slices.Equal(got, role.All) {
 		t.Errorf("roles with maintenance disabled %v, want %v", got, role.All)
 	}
+}
+
+// statuses asks every running child for its status, each within ctx. Roles
+// whose child is not running are absent; failed answers are joined in the
+// error.
+func (s *Supervisor) statuses(ctx context.Context) (map[string]rpc.Status, error) {
+	s.mu.Lock()
+	children := make([]*child, 0, len(s.children))
+	for _, c := range s.children {
+		children = append(children, c)
+	}
+	s.mu.Unlock()
+	out := map[string]rpc.Status{}
+	var errs []error
+	for _, c := range children {
+		st, err := c.role.Status(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("status of %s: %w", c.name, err))
+			continue
+		}
+		out[c.name] = st
+	}
+	return out, errors.Join(errs...)
 }

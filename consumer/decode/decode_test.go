@@ -237,7 +237,7 @@ func TestConvert(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			row, err := d.Decode([]byte(`{"v":` + tc.json + `}`))
+			row, err := d.DecodeInto(nil, []byte(`{"v":`+tc.json+`}`))
 			if tc.err != "" {
 				var de *Error
 				if !errors.As(err, &de) {
@@ -267,7 +267,7 @@ func TestConvertNaN(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		row, err := d.Decode([]byte(`{"v":"NaN"}`))
+		row, err := d.DecodeInto(nil, []byte(`{"v":"NaN"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,7 +321,7 @@ func TestDecodeNullsAndMissing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			row, err := d.Decode([]byte(tc.payload))
+			row, err := d.DecodeInto(nil, []byte(tc.payload))
 			if tc.reason == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -351,7 +351,7 @@ func TestErrorMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("x", 500)
-	_, err = d.Decode([]byte(`{"payload":{"v":"` + long + `"}}`))
+	_, err = d.DecodeInto(nil, []byte(`{"payload":{"v":"`+long+`"}}`))
 	msg := err.Error()
 	if !strings.HasPrefix(msg, `decode column "v": cannot convert JSON string to int: not a JSON number (value "xxxx`) {
 		t.Errorf("message %q", msg)
@@ -360,12 +360,12 @@ func TestErrorMessage(t *testing.T) {
 		t.Errorf("value not truncated: %d bytes: %q", len(msg), msg)
 	}
 
-	_, err = d.Decode([]byte(`{"payload":{"v":{"k":[` + strings.Repeat(`"abcdef",`, 100) + `1]}}}`))
+	_, err = d.DecodeInto(nil, []byte(`{"payload":{"v":{"k":[`+strings.Repeat(`"abcdef",`, 100)+`1]}}}`))
 	if msg := err.Error(); !strings.Contains(msg, `(value {"k":["abcdef","abcdef",`) || len(msg) > 160 {
 		t.Errorf("object value not rendered and truncated: %q", msg)
 	}
 
-	_, err = d.Decode([]byte(`{"payload":`))
+	_, err = d.DecodeInto(nil, []byte(`{"payload":`))
 	var de *Error
 	if !errors.As(err, &de) || de.Reason != ReasonNotJSON || !strings.HasPrefix(err.Error(), "decode payload: not JSON: ") {
 		t.Errorf("not JSON error %v", err)
@@ -406,7 +406,7 @@ func TestNewErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, err := d.Decode([]byte(`{"id":1,"note":"x"}`))
+	row, err := d.DecodeInto(nil, []byte(`{"id":1,"note":"x"}`))
 	if err != nil || row[1] != nil {
 		t.Fatalf("row %v, err %v", row, err)
 	}
@@ -439,7 +439,7 @@ func TestDecodeGeneralExpressions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, err := d.Decode([]byte(`{"items":[
+	row, err := d.DecodeInto(nil, []byte(`{"items":[
 		{"sku":"a","price":2.5,"id":1},
 		{"sku":"b","price":1.25,"id":9007199254740993},
 		{"sku":"c","price":1.50,"precise":0.12345678901234567890123}]}`))
@@ -456,7 +456,7 @@ func TestDecodeGeneralExpressions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.Decode([]byte(`{"v":"x"}`))
+	_, err = d.DecodeInto(nil, []byte(`{"v":"x"}`))
 	var de *Error
 	if !errors.As(err, &de) || de.Reason != ReasonConvert || !strings.Contains(err.Error(), "evaluate mapping") {
 		t.Errorf("function type error: %v", err)
@@ -570,11 +570,11 @@ func TestDecodeVisitMatchesWholeDocument(t *testing.T) {
 		{`"meta"`, Row{nil, nil, nil, nil, nil, nil}},
 	}
 	for _, tc := range cases {
-		got, err := d.Decode([]byte(tc.doc))
+		got, err := d.DecodeInto(nil, []byte(tc.doc))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.doc, err)
 		}
-		ref, err := whole.Decode([]byte(tc.doc))
+		ref, err := whole.DecodeInto(nil, []byte(tc.doc))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.doc, err)
 		}
@@ -592,7 +592,7 @@ func TestDecodeConcurrent(t *testing.T) {
 	}
 	want := make([]Row, len(decodetest.AllTypesDocs))
 	for i, doc := range decodetest.AllTypesDocs {
-		if want[i], err = d.Decode([]byte(doc)); err != nil {
+		if want[i], err = d.DecodeInto(nil, []byte(doc)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -601,7 +601,7 @@ func TestDecodeConcurrent(t *testing.T) {
 		go func() {
 			for n := range 200 {
 				i := n % len(decodetest.AllTypesDocs)
-				row, err := d.Decode([]byte(decodetest.AllTypesDocs[i]))
+				row, err := d.DecodeInto(nil, []byte(decodetest.AllTypesDocs[i]))
 				if err == nil && !reflect.DeepEqual(row, want[i]) {
 					err = fmt.Errorf("doc %d decoded differently", i)
 				}
@@ -765,11 +765,11 @@ func TestPlainAndGeneralDecodeAlike(t *testing.T) {
 		t.Fatal("decoders do not use the intended paths")
 	}
 	for _, doc := range decodetest.AllTypesDocs {
-		rp, err := dp.Decode([]byte(doc))
+		rp, err := dp.DecodeInto(nil, []byte(doc))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rg, err := dg.Decode([]byte(doc))
+		rg, err := dg.DecodeInto(nil, []byte(doc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -785,7 +785,7 @@ func TestDecodeNarrowEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, err := d.Decode([]byte(decodetest.NarrowEvent))
+	row, err := d.DecodeInto(nil, []byte(decodetest.NarrowEvent))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -809,7 +809,7 @@ func BenchmarkDecode(b *testing.B) {
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := d.Decode(payload); err != nil {
+		if _, err := d.DecodeInto(nil, payload); err != nil {
 			b.Fatal(err)
 		}
 	}

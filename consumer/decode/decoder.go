@@ -124,21 +124,17 @@ func New(schema *iceberg.Schema, mapping map[string]string) (*Decoder, error) {
 // Limit sets the largest payload in bytes and the deepest nesting the
 // decoder accepts; larger payloads are dropped with ReasonTooLarge, deeper
 // ones with ReasonTooDeep. Zero leaves a limit off (encoding/json's 10000
-// levels still apply). Call it before the first Decode.
+// levels still apply). Call it before the first DecodeInto.
 func (d *Decoder) Limit(maxBytes, maxDepth int) {
 	d.maxBytes, d.maxDepth = maxBytes, maxDepth
 }
 
-// Decode parses one JSON payload and converts it to a Row. The error is
-// always a *Error.
-func (d *Decoder) Decode(payload []byte) (Row, error) {
-	return d.DecodeInto(nil, payload)
-}
-
-// DecodeInto is Decode writing into dst when it has room for the row, so
-// a caller that is done with each row before the next (the segment writer
-// copies the values into Arrow builders) allocates no Row per record. The
-// returned Row is dst resliced, or a new one when dst is too small.
+// DecodeInto parses one JSON payload and converts it to a Row, written
+// into dst when it has room for the row, so a caller that is done with
+// each row before the next (the segment writer copies the values into
+// Arrow builders) allocates no Row per record. The returned Row is dst
+// resliced, or a new one when dst is too small. The error is always a
+// *Error.
 func (d *Decoder) DecodeInto(dst Row, payload []byte) (Row, error) {
 	// One copy of the payload; every unescaped string and every number in
 	// the row is a substring of it.
@@ -191,7 +187,7 @@ func (d *Decoder) DecodeInto(dst Row, payload []byte) (Row, error) {
 // Convert converts, in place, a row of JSON values (one per column, nil
 // for a missing one; as this package's parser, encoding/json or
 // go-jmespath give them) to the columns' types, with the rules and errors
-// of Decode, which calls it once the mapping has selected the values. The
+// of DecodeInto, which calls it once the mapping has selected the values. The
 // error is always a *Error.
 func (d *Decoder) Convert(row Row) error {
 	if len(row) != len(d.cols) {

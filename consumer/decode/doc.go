@@ -11,7 +11,7 @@
 //
 // The files, one concept each:
 //
-//	decoder.go  Decoder: compiling the mapping, Decode, Convert
+//	decoder.go  Decoder: compiling the mapping, DecodeInto, Convert
 //	row.go      Row and MapValue, the values a Decoder produces
 //	error.go    Error and the bounded drop reasons
 //	reader.go   the JSON reader, which accepts exactly what encoding/json

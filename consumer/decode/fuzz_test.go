@@ -50,8 +50,8 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		checkParserMatchesStd(t, payload)
 
-		vr, verr := visit.Decode(payload)
-		wr, werr := whole.Decode(payload)
+		vr, verr := visit.DecodeInto(nil, payload)
+		wr, werr := whole.DecodeInto(nil, payload)
 		// %#v shows NaN equal to NaN, where reflect.DeepEqual does not.
 		sameRows := reflect.DeepEqual(vr, wr) || fmt.Sprintf("%#v", vr) == fmt.Sprintf("%#v", wr)
 		if !sameRows || (verr == nil) != (werr == nil) ||
@@ -59,7 +59,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("visit gives %#v, %v; whole document %#v, %v", vr, verr, wr, werr)
 		}
 
-		_, err := d.Decode(payload)
+		_, err := d.DecodeInto(nil, payload)
 		if err != nil {
 			var de *Error
 			if !errors.As(err, &de) {

@@ -59,7 +59,7 @@ func TestShapes(t *testing.T) {
 				if !json.Valid(payload) {
 					t.Fatalf("event %d is not JSON: %s", seq, payload)
 				}
-				row, err := dec.Decode(payload)
+				row, err := dec.DecodeInto(nil, payload)
 				if err != nil {
 					t.Fatalf("event %d: %v\n%s", seq, err, payload)
 				}
