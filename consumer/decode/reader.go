@@ -78,7 +78,7 @@ func (p *parser) visitDocument(root *node, row []any) error {
 	var err error
 	if len(root.captures) == 0 && p.i < len(p.s) && p.s[p.i] == '{' {
 		// The usual document: row is all null already, so nothing to reset.
-		_, err = p.walk(visit, root, row)
+		err = p.walk(visit, root, row, nil)
 	} else {
 		err = p.member(root, row)
 	}
@@ -112,8 +112,7 @@ func (p *parser) member(n *node, row []any) error {
 		row[s] = nil
 	}
 	if p.i < len(p.s) && p.s[p.i] == '{' {
-		_, err := p.walk(visit, n, row)
-		return err
+		return p.walk(visit, n, row, nil)
 	}
 	// A field of a non-object is null.
 	return p.skip()
@@ -133,78 +132,114 @@ const (
 )
 
 // walk reads the object or array at p.i (its opening byte) and does with
-// each member what mode says; in build mode it returns the
+// each member what mode says; in build mode it sets *out to the
 // map[string]any or []any. It is the one loop over objects and arrays.
 // The mode is a switch rather than a function value: a walker calling a
 // function value per member was 15 to 28 % slower.
-func (p *parser) walk(mode walkMode, n *node, row []any) (any, error) {
+func (p *parser) walk(mode walkMode, n *node, row []any, out *any) error {
 	obj := p.s[p.i] == '{'
 	closing := byte(']')
 	if obj {
 		closing = '}'
 	}
 	if err := p.open(); err != nil {
-		return nil, err
+		return err
 	}
-	var m map[string]any
-	var a []any
+	// What only some modes use stays in memory, not in registers: Go
+	// saves no register across a call, so every value live in the loop is
+	// reloaded after each member, and skipping pays for none of these.
+	w := walkState{n: n, row: row}
 	if mode == build {
 		if obj {
-			m = map[string]any{}
+			w.m = map[string]any{}
 		} else {
-			a = []any{}
+			w.a = []any{}
 		}
 	}
 	p.ws()
 	if p.i < len(p.s) && p.s[p.i] == closing {
 		p.i++
 		p.depth--
-		return built(m, a), nil
+		if mode == build {
+			*out = w.built()
+		}
+		return nil
 	}
 	for {
 		var key string
-		if obj {
-			var err error
-			if key, err = p.key(mode == validate); err != nil {
-				return nil, err
-			}
-		}
 		var err error
+		if obj {
+			// The key, the colon and the whitespace around them, read here
+			// rather than in a function: skipping is the hot loop of wide
+			// documents. Validating does not unescape the key.
+			p.ws()
+			if p.i >= len(p.s) || p.s[p.i] != '"' {
+				return p.unexpected("looking for beginning of object key string")
+			}
+			if mode == validate {
+				err = p.skipString()
+			} else {
+				key, err = p.str()
+			}
+			if err != nil {
+				return err
+			}
+			p.ws()
+			if p.i >= len(p.s) || p.s[p.i] != ':' {
+				return p.unexpected("after object key")
+			}
+			p.i++
+			p.ws()
+		}
 		switch mode {
 		case build:
 			var v any
 			if v, err = p.value(); err == nil {
 				if obj {
-					m[key] = v
+					w.m[key] = v
 				} else {
-					a = append(a, v)
+					w.a = append(w.a, v)
 				}
 			}
 		case validate:
 			err = p.skip()
 		case visit:
-			err = p.member(n.children[key], row)
+			// Most keys are not on a path: skip them without a call more.
+			if child := w.n.children[key]; child == nil {
+				err = p.skip()
+			} else {
+				err = p.member(child, w.row)
+			}
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if done, err := p.next(closing); err != nil {
-			return nil, err
+			return err
 		} else if done {
-			return built(m, a), nil
+			if mode == build {
+				*out = w.built()
+			}
+			return nil
 		}
 	}
 }
 
-// built is walk's result: the object or the array it built, or nil.
-func built(m map[string]any, a []any) any {
-	switch {
-	case m != nil:
-		return m
-	case a != nil:
-		return a
+// walkState is what walk keeps for the modes that use it: the trie node
+// and the row of visit, the object or array of build.
+type walkState struct {
+	n   *node
+	row []any
+	m   map[string]any
+	a   []any
+}
+
+// built is walk's result in build mode: the object or the array.
+func (w *walkState) built() any {
+	if w.m != nil {
+		return w.m
 	}
-	return nil
+	return w.a
 }
 
 func (p *parser) open() error {
@@ -217,32 +252,6 @@ func (p *parser) open() error {
 		return p.errorf("exceeded max depth")
 	}
 	return nil
-}
-
-// key reads an object key, the colon and the whitespace after it. When
-// only validating it does not unescape the key and returns "".
-func (p *parser) key(validateOnly bool) (string, error) {
-	p.ws()
-	if p.i >= len(p.s) || p.s[p.i] != '"' {
-		return "", p.unexpected("looking for beginning of object key string")
-	}
-	var key string
-	var err error
-	if validateOnly {
-		err = p.skipString()
-	} else {
-		key, err = p.str()
-	}
-	if err != nil {
-		return "", err
-	}
-	p.ws()
-	if p.i >= len(p.s) || p.s[p.i] != ':' {
-		return "", p.unexpected("after object key")
-	}
-	p.i++
-	p.ws()
-	return key, nil
 }
 
 // next reads the comma or the closing byte after an element; done is set
@@ -274,7 +283,9 @@ func (p *parser) value() (any, error) {
 	}
 	switch c := p.s[p.i]; {
 	case c == '{' || c == '[':
-		return p.walk(build, nil, nil)
+		var v any
+		err := p.walk(build, nil, nil, &v)
+		return v, err
 	case c == '"':
 		s, err := p.str()
 		if err != nil {
@@ -304,8 +315,7 @@ func (p *parser) skip() error {
 	}
 	switch c := p.s[p.i]; {
 	case c == '{' || c == '[':
-		_, err := p.walk(validate, nil, nil)
-		return err
+		return p.walk(validate, nil, nil, nil)
 	case c == '"':
 		return p.skipString()
 	case c == '-' || (c >= '0' && c <= '9'):
