@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	itest "github.com/icewal/ingestor/internal/testutil"
+
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -351,7 +353,7 @@ func TestConsumerDropsHostileRecordsToDeadLetterTopic(t *testing.T) {
 }
 
 func TestConsumerWarnsWhenItGetsNoPartition(t *testing.T) {
-	var logs syncBuffer
+	var logs itest.SyncBuffer
 	e := startConsumerWith(t, "", func(c *Consumer) {
 		c.idleWarnAfter = 500 * time.Millisecond
 		c.log = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -368,24 +370,6 @@ func TestConsumerWarnsWhenItGetsNoPartition(t *testing.T) {
 	waitFor(t, "the warning", 60*time.Second, func() bool {
 		return strings.Contains(logs.String(), "no partitions assigned yet")
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestAgeCheckInterval(t *testing.T) {
