@@ -235,7 +235,7 @@ func decodeAll(b *testing.B, s *pathShape) []Row {
 //	decode        Decoder.Decode: one pass extracting the mapped paths and
 //	              converting them, the whole decode + mapping of ours
 //	map_jmespath  go-jmespath + conversion on an encoding/json document
-//	arrow         RowBuilder.Append of decoded rows, a record batch every 8192
+//	arrow         RowBuilder.Append of decoded rows, a record batch every pathRows
 //	parquet       writing those batches (zstd level 1, statistics)
 //	e2e_naive     decode_naive + map_jmespath + a plain arrow-go RecordBuilder + parquet
 //	e2e           decode + arrow + parquet, what a segment does
@@ -384,7 +384,7 @@ func benchStages(b *testing.B, s *pathShape) {
 	})
 }
 
-// BenchmarkPathRatio runs, on the same batches of 8192 events and in the
+// BenchmarkPathRatio runs, on the same batches of pathRows events and in the
 // same run, the naive path (e2e_naive), ours (e2e) and the parse limit
 // (a decoder with nothing mapped, which validates the whole document as
 // decode's parse_skip does), each timed by the process's CPU clock, and reports each
