@@ -40,7 +40,8 @@ vet:
 	$(GO) vet ./...
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./consumer/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./consumer/decode/
+	$(GO) test -run '^$$' -fuzz FuzzAppend -fuzztime 30s ./consumer/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./shared/walfile/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./shared/config/
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 30s ./shared/bloom/

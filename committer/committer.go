@@ -103,9 +103,6 @@ func jittered(d time.Duration, seed string) time.Duration {
 	return time.Duration(float64(d) * (1 + f*jitterFraction))
 }
 
-// Interval returns the commit interval of this process, jitter included.
-func (c *Committer) Interval() time.Duration { return c.interval }
-
 // Run commits at every interval until ctx is cancelled, then drains: it
 // waits for the consumer and the uploader to finish, commits everything
 // uploaded and returns nil, all within the drain timeout.

@@ -273,12 +273,11 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	}
 	l := &loop{c: c, ds: ds, fatal: make(chan error, 1)}
 	spec := tbl.Spec()
-	w, err := newWriter(ds, c.cfg.Ingestion.WAL, tbl.Schema(), &spec, log, c.m, l.commit)
+	w, err := newWriter(ds, c.cfg.Ingestion.WAL, tbl.Schema(), &spec, log, c.m, c.mem, l.commit)
 	if err != nil {
 		return nil, err
 	}
 	l.w = w
-	w.mem = c.mem
 	w.useLocked(view) // before any goroutine sees w
 	l.watch = l.newTableWatch(cat, view, log)
 	w.dec.Limit(c.cfg.Ingestion.MaxRecordBytes, c.cfg.Ingestion.MaxJSONDepth)

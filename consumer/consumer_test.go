@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	itest "github.com/icewal/ingestor/internal/testutil"
+
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -19,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/role"
@@ -278,11 +281,11 @@ func TestConsumerDropsHostileRecordsToDeadLetterTopic(t *testing.T) {
 	deep := []byte(`{"id":"d","meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"},"x":` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `}`)
 	huge := []byte(`{"id":"h","meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"},"pad":"` + strings.Repeat("x", 3000) + `"}`)
 	bad := map[string][]byte{
-		ReasonNotJSON:         []byte(`{"id":`),
-		ReasonTooLarge:        huge,
-		ReasonTooDeep:         deep,
-		ReasonConvert:         []byte(`{"id":"c","meta":{"tenant":"a","ts":"not a time"}}`),
-		ReasonMissingRequired: []byte(`{"meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"}}`),
+		decode.ReasonNotJSON:         []byte(`{"id":`),
+		decode.ReasonTooLarge:        huge,
+		decode.ReasonTooDeep:         deep,
+		decode.ReasonConvert:         []byte(`{"id":"c","meta":{"tenant":"a","ts":"not a time"}}`),
+		decode.ReasonMissingRequired: []byte(`{"meta":{"tenant":"a","ts":"2026-11-30T10:00:00Z"}}`),
 	}
 	var payloads [][]byte
 	for i := 0; i < 10; i++ {
@@ -361,7 +364,7 @@ func TestConsumerDropsHostileRecordsToDeadLetterTopic(t *testing.T) {
 }
 
 func TestConsumerWarnsWhenItGetsNoPartition(t *testing.T) {
-	var logs syncBuffer
+	var logs itest.SyncBuffer
 	e := startConsumerWith(t, "", func(c *Consumer) {
 		c.idleWarnAfter = 500 * time.Millisecond
 		c.log = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -378,24 +381,6 @@ func TestConsumerWarnsWhenItGetsNoPartition(t *testing.T) {
 	waitFor(t, "the warning", 60*time.Second, func() bool {
 		return strings.Contains(logs.String(), "no partitions assigned yet")
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestAgeCheckInterval(t *testing.T) {

@@ -99,7 +99,7 @@ func (e *recoveryEnv) segmentFile(t *testing.T, partition int32, start, end int6
 	t.Helper()
 	spec := e.tbl.Spec()
 	w, err := newWriter(e.ds, config.WAL{Dir: e.dir, MaxFileSizeBytes: 1 << 30, MaxFileAgeMinutes: 5, MaxOpenSegmentsPerPartition: 10},
-		e.tbl.Schema(), &spec, discardLogger(), newMetrics(newRegistry()), func(context.Context, string, map[int32]int64) error { return nil })
+		e.tbl.Schema(), &spec, discardLogger(), newMetrics(newRegistry()), newBudgetAllocator(), func(context.Context, string, map[int32]int64) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}

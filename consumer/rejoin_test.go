@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"fmt"
+	itest "github.com/icewal/ingestor/internal/testutil"
 	"log/slog"
 	"slices"
 	"strings"
@@ -49,7 +50,7 @@ func (e *runEnv) freezeGroup(t *testing.T) (thaw func()) {
 // reads the records again from the committed offsets; the WAL holds every
 // record exactly once.
 func TestConsumerRejoinsAfterItsGenerationWentStale(t *testing.T) {
-	var logs syncBuffer
+	var logs itest.SyncBuffer
 	e := startConsumer(t, func(c *Consumer) {
 		c.log = slog.New(slog.NewJSONHandler(&logs, nil))
 	})

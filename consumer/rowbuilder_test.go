@@ -5,6 +5,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
+	"github.com/icewal/ingestor/consumer/decode"
+	"github.com/icewal/ingestor/consumer/decode/decodetest"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -16,7 +18,7 @@ import (
 // the lazily null-filling RowBuilder, over three batches with a presize
 // between them, and requires equal record batches and no leaked memory.
 func TestRowBuilderMatchesAppendRow(t *testing.T) {
-	docs, as := decodeAllTypes(t, allTypesSchema(), allTypesMapping())
+	docs, as := decodeAllTypes(t, decodetest.AllTypesSchema(), decodetest.AllTypesMapping())
 	empty := make(Row, len(docs[0])) // every column null
 	batches := [][]Row{
 		{docs[0], empty, empty, docs[1], docs[2], docs[3], empty},
@@ -71,10 +73,10 @@ func TestRowBuilderMatchesAppendRow(t *testing.T) {
 // requires the record batches AppendRow builds, the memory counted while
 // buffered and given back after.
 func TestRowBufferMatchesAppendRow(t *testing.T) {
-	full := allTypesSchema()
+	full := decodetest.AllTypesSchema()
 	flat := iceberg.NewSchema(0, full.Fields()[:15]...)
 	mapping := map[string]string{}
-	for k, v := range allTypesMapping() {
+	for k, v := range decodetest.AllTypesMapping() {
 		if _, ok := flat.FindFieldByName(k); ok {
 			mapping[k] = v
 		}
@@ -133,7 +135,7 @@ func TestRowBufferMatchesAppendRow(t *testing.T) {
 // the rows and the schema's Arrow schema.
 func decodeAllTypes(t *testing.T, schema *iceberg.Schema, mapping map[string]string) ([]Row, *arrow.Schema) {
 	t.Helper()
-	d, err := NewDecoder(schema, mapping)
+	d, err := decode.New(schema, mapping)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +144,8 @@ func decodeAllTypes(t *testing.T, schema *iceberg.Schema, mapping map[string]str
 		t.Fatal(err)
 	}
 	var rows []Row
-	for _, doc := range allTypesDocs {
-		row, err := d.Decode([]byte(doc))
+	for _, doc := range decodetest.AllTypesDocs {
+		row, err := d.DecodeInto(nil, []byte(doc))
 		if err != nil {
 			t.Fatalf("decode %s: %v", doc, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -34,7 +35,7 @@ type tableView struct {
 	id       walfile.TableIdentity
 	identity string // id as recorded under walfile.MetaTable
 	schema   *iceberg.Schema
-	dec      *Decoder
+	dec      *decode.Decoder
 	part     *partitioner
 	arrow    *arrow.Schema
 }
@@ -46,7 +47,7 @@ type tableView struct {
 func newTableView(ds config.Dataset, tbl *table.Table) (*tableView, error) {
 	schema := tbl.Schema()
 	spec := tbl.Spec()
-	dec, err := NewDecoder(schema, ds.CustomMapping)
+	dec, err := decode.New(schema, ds.CustomMapping)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +169,7 @@ func (w *writer) propose(v *tableView) {
 // be open: an open segment holds rows of the old schema.
 func (w *writer) useLocked(v *tableView) {
 	if w.view != nil {
-		v.dec.Limit(w.dec.maxBytes, w.dec.maxDepth)
+		v.dec.Limit(w.dec.Limits())
 		w.log.Info("table schema changed; new segments use it",
 			"old_schema_id", w.view.id.SchemaID, "schema_id", v.id.SchemaID, "old_spec_id", w.view.id.SpecID, "spec_id", v.id.SpecID,
 			"table_uuid", v.id.UUID)

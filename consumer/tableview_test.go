@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"encoding/json"
+	itest "github.com/icewal/ingestor/internal/testutil"
 	"log/slog"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func segmentSchema(t *testing.T, path string) (walfile.TableIdentity, map[string
 // record the old ones and hold the columns they had; every record is in
 // exactly one file, and the change is logged.
 func TestConsumerTakesSchemaChangeAtNextRotation(t *testing.T) {
-	var logs syncBuffer
+	var logs itest.SyncBuffer
 	e := startConsumer(t, func(c *Consumer) {
 		c.tableEvery = 100 * time.Millisecond
 		c.log = slog.New(slog.NewJSONHandler(&logs, nil))

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	itest "github.com/icewal/ingestor/internal/testutil"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,7 +37,7 @@ func (e *runEnv) stalled(reason string) float64 {
 // records wait and nothing is read. The watchdog reports the stall once,
 // resumes the partitions, and the records are read.
 func TestWatchdogResumesPartitionsLeftPaused(t *testing.T) {
-	var logs syncBuffer
+	var logs itest.SyncBuffer
 	e := startConsumer(t, func(c *Consumer) {
 		c.stallAfter = time.Second
 		c.log = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -67,7 +69,7 @@ func TestWatchdogResumesPartitionsLeftPaused(t *testing.T) {
 // the new topic from its start, instead of fetching the old one without
 // end.
 func TestWatchdogStopsWhenTheTopicIsRecreated(t *testing.T) {
-	var logs syncBuffer
+	var logs itest.SyncBuffer
 	e := startConsumer(t, func(c *Consumer) {
 		c.log = slog.New(slog.NewJSONHandler(&logs, nil))
 	})
@@ -130,7 +132,7 @@ func (e *runEnv) produceTo(t *testing.T, partition int32, from, n int) {
 // plus the stall timeout, reports the episode, and, as the rejoin it
 // forces does not free the partition, ends the consumer with an error.
 func TestWatchdogCountsAPartitionWhoseOwnerReadsNothing(t *testing.T) {
-	var logs syncBuffer
+	var logs itest.SyncBuffer
 	e := startConsumer(t, func(c *Consumer) {
 		c.stallAfter = time.Second
 		c.unassignedAfter = time.Second

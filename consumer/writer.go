@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/failpoint"
 	"github.com/icewal/ingestor/shared/tables"
@@ -50,7 +51,7 @@ type writer struct {
 	dir string
 	log *slog.Logger
 	m   *metrics
-	dec *Decoder
+	dec *decode.Decoder
 	row Row    // DecodeInto's scratch row, reused record after record
 	key []byte // the partition key of the record, reused likewise
 
@@ -104,8 +105,8 @@ type partState struct {
 	since time.Time
 }
 
-func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *iceberg.PartitionSpec, log *slog.Logger, m *metrics, commit commitFunc) (*writer, error) {
-	dec, err := NewDecoder(schema, ds.CustomMapping)
+func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *iceberg.PartitionSpec, log *slog.Logger, m *metrics, mem *budgetAllocator, commit commitFunc) (*writer, error) {
+	dec, err := decode.New(schema, ds.CustomMapping)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
 	}
@@ -122,7 +123,7 @@ func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *
 		maxSize: wal.MaxFileSizeBytes, maxAge: wal.MaxFileAge(), maxOpen: wal.MaxOpenSegmentsPerPartition,
 		now: time.Now, commit: commit, drops: newDropLog(log, time.Second),
 		parts: map[int32]*partState{}, rotated: make(chan struct{}, 1),
-		mem: newBudgetAllocator(), budget: wal.MemoryBudgetBytes, heap: liveHeap,
+		mem: mem, budget: wal.MemoryBudgetBytes, heap: liveHeap,
 		minFlush: max(minFlushBytes, minFlushPerColumn*int64(len(schema.Fields()))),
 		records:  m.records.WithLabelValues(ds.Name), rowsWritten: m.rowsWritten.WithLabelValues(ds.Name),
 	}, nil
@@ -160,12 +161,12 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 	if err == nil {
 		w.key, err = w.part.appendKey(w.key[:0], row)
 		if err != nil {
-			err = &DecodeError{Reason: ReasonConvert, Err: fmt.Errorf("partition value: %w", err)}
+			err = &decode.Error{Reason: decode.ReasonConvert, Err: fmt.Errorf("partition value: %w", err)}
 		}
 	}
 	if err != nil {
-		reason := ReasonNotJSON
-		var de *DecodeError
+		reason := decode.ReasonNotJSON
+		var de *decode.Error
 		if errors.As(err, &de) {
 			reason = de.Reason
 		}
@@ -413,17 +414,6 @@ func (w *writer) forget(partitions []int32) {
 			delete(w.parts, p)
 		}
 	}
-}
-
-// openSegments counts the open segments.
-func (w *writer) openSegments() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, st := range w.parts {
-		n += len(st.segs)
-	}
-	return n
 }
 
 // dropLog logs dropped records at most once per interval per reason, with

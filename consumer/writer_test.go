@@ -94,7 +94,7 @@ func newTestWriter(t *testing.T, wal config.WAL) (*writer, *commitLog, *clock) {
 	}}
 	schema, spec := testSchema()
 	cl := &commitLog{dir: wal.Dir}
-	w, err := newWriter(ds, wal, schema, spec, discardLogger(), newMetrics(newRegistry()), cl.commit)
+	w, err := newWriter(ds, wal, schema, spec, discardLogger(), newMetrics(newRegistry()), newBudgetAllocator(), cl.commit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestWriterNestedTable(t *testing.T) {
 	}}
 	cl := &commitLog{dir: dir}
 	w, err := newWriter(ds, config.WAL{Dir: dir, MaxFileSizeBytes: 1 << 30, MaxFileAgeMinutes: 5, MaxOpenSegmentsPerPartition: 10},
-		schema, spec, discardLogger(), newMetrics(newRegistry()), cl.commit)
+		schema, spec, discardLogger(), newMetrics(newRegistry()), newBudgetAllocator(), cl.commit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,4 +502,15 @@ func TestWriterNestedTable(t *testing.T) {
 	if got := cl.last(0); got != rows {
 		t.Fatalf("committed %d, want %d", got, rows)
 	}
+}
+
+// openSegments counts the open segments.
+func (w *writer) openSegments() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, st := range w.parts {
+		n += len(st.segs)
+	}
+	return n
 }

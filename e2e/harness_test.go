@@ -27,23 +27,28 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+// run builds the binary unless INGESTOR_BIN names one, runs the tests and
+// removes the build: in a function of its own so that the deferred
+// removal runs before os.Exit, which skips deferred calls.
+func run(m *testing.M) int {
 	binary = os.Getenv("INGESTOR_BIN")
 	if binary == "" {
 		dir, err := os.MkdirTemp("", "ingestor-e2e")
 		if err != nil {
 			panic(err)
 		}
+		defer os.RemoveAll(dir)
 		binary = filepath.Join(dir, "ingestor")
 		cmd := exec.Command("go", "build", "-o", binary, "../cmd/ingestor")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build ingestor:", err)
-			os.Exit(1)
+			return 1
 		}
-		defer os.RemoveAll(dir)
 	}
-	os.Exit(m.Run())
+	return m.Run()
 }
 
 // freePorts returns n distinct free loopback ports.
@@ -250,22 +255,33 @@ func (p *proc) wait(t *testing.T, limit time.Duration) time.Duration {
 	return time.Since(start)
 }
 
-// openTable loads the dataset's table through the catalog.
-func (e *env) openTable(ctx context.Context) (catalog.Catalog, *table.Table, error) {
+// openTable loads the dataset's table through the catalog; the caller
+// closes the catalog with the function it returns.
+func (e *env) openTable(ctx context.Context) (*table.Table, func(), error) {
 	cat, err := tables.OpenCatalog(ctx, e.cfg.Catalog)
 	if err != nil {
 		return nil, nil, err
 	}
+	closeCat := func() {
+		if c, ok := cat.(catalog.Closer); ok {
+			c.Close()
+		}
+	}
 	tbl, err := cat.LoadTable(ctx, catalog.ToIdentifier("web", "clicks"))
-	return cat, tbl, err
+	if err != nil {
+		closeCat()
+		return nil, nil, err
+	}
+	return tbl, closeCat, nil
 }
 
 // tableRows returns the rows recorded by the current snapshot's summary.
 func (e *env) tableRows(ctx context.Context) int64 {
-	_, tbl, err := e.openTable(ctx)
+	tbl, closeCat, err := e.openTable(ctx)
 	if err != nil {
 		return -1
 	}
+	defer closeCat()
 	snap := tbl.CurrentSnapshot()
 	if snap == nil || snap.Summary == nil {
 		return 0

@@ -52,10 +52,11 @@ func (e *env) checkTable(good []int64) {
 	t := e.t
 	t.Helper()
 	ctx := context.Background()
-	_, tbl, err := e.openTable(ctx)
+	tbl, closeCat, err := e.openTable(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closeCat()
 	at, err := tbl.Scan().ToArrowTable(ctx)
 	if err != nil {
 		t.Fatalf("scan table: %v", err)

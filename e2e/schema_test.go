@@ -50,7 +50,7 @@ func TestSchemaChanges(t *testing.T) {
 
 	// Another engine changes the table under the running ingestor.
 	ctx := context.Background()
-	_, tbl, err := e.openTable(ctx)
+	tbl, closeCat, err := e.openTable(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +64,7 @@ func TestSchemaChanges(t *testing.T) {
 	if tbl, err = tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	closeCat()
 	newSpec := tbl.Spec()
 	// The consumer takes the change at a rotation after its next reload
 	// (every 10 s, and after each rotation): the events produced after
@@ -93,10 +94,11 @@ func TestSchemaChanges(t *testing.T) {
 	}
 
 	e.checkTable(good)
-	_, tbl, err = e.openTable(ctx)
+	tbl, closeCat, err = e.openTable(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closeCat()
 	at, err := tbl.Scan().ToArrowTable(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -52,10 +52,11 @@ func TestTableCommands(t *testing.T) {
 	sup.signal(syscall.SIGTERM)
 	sup.wait(t, 90*time.Second)
 
-	_, tbl, err := e.openTable(t.Context())
+	tbl, closeCat, err := e.openTable(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closeCat()
 
 	var d tableview.Description
 	decode(t, e.table("describe", "--dataset", "clicks", "--output", "json"), &d)

@@ -174,18 +174,3 @@ func runTestSupervisor(dir string) int {
 	}
 	return 0
 }
-
-// alive reports whether pid is a process that has not exited; a zombie
-// (exited, not yet reaped by whoever adopted it) counts as exited.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
-	}
-	return s[i+2] != 'Z' && s[i+2] != 'X'
-}

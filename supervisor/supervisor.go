@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -240,29 +239,6 @@ func (s *Supervisor) drain(c *child, deadline time.Time) {
 		return
 	}
 	log.Warn("role stopped with an error", "took", took, "exit", c.exitStatus(), "error", drainErr)
-}
-
-// Statuses asks every running child for its status, each within ctx. Roles
-// whose child is not running are absent; failed answers are joined in the
-// error.
-func (s *Supervisor) Statuses(ctx context.Context) (map[string]rpc.Status, error) {
-	s.mu.Lock()
-	children := make([]*child, 0, len(s.children))
-	for _, c := range s.children {
-		children = append(children, c)
-	}
-	s.mu.Unlock()
-	out := map[string]rpc.Status{}
-	var errs []error
-	for _, c := range children {
-		st, err := c.role.Status(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("status of %s: %w", c.name, err))
-			continue
-		}
-		out[c.name] = st
-	}
-	return out, errors.Join(errs...)
 }
 
 func (s *Supervisor) setChild(roleName string, c *child) {

@@ -1,8 +1,9 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -10,33 +11,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	itest "github.com/icewal/ingestor/internal/testutil"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/rpc"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // harness is a supervisor of test roles running in the background.
 type harness struct {
@@ -44,14 +30,14 @@ type harness struct {
 	dir    string
 	s      *Supervisor
 	reg    *prometheus.Registry
-	stderr *syncBuffer
+	stderr *itest.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
 
 func startSupervisor(t *testing.T, drain time.Duration, env ...string) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), reg: prometheus.NewRegistry(), stderr: &syncBuffer{}, done: make(chan error, 1)}
+	h := &harness{t: t, dir: t.TempDir(), reg: prometheus.NewRegistry(), stderr: &itest.SyncBuffer{}, done: make(chan error, 1)}
 	var err error
 	h.s, err = New(testConfig(h.dir, drain), "", Options{
 		Logger:     slog.New(slog.NewJSONHandler(h.stderr, nil)).With("role", "supervisor"),
@@ -127,7 +113,7 @@ func (h *harness) waitRunning() map[string]int {
 	h.waitFor("all roles running", 30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		st, err := h.s.Statuses(ctx)
+		st, err := h.s.statuses(ctx)
 		if err != nil || len(st) != len(role.All) {
 			return false
 		}
@@ -154,7 +140,7 @@ func waitGone(t *testing.T, pids map[string]int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for r, pid := range pids {
-		for alive(pid) {
+		for itest.Alive(pid) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s child %d still alive after %s", r, pid, within)
 			}
@@ -181,7 +167,7 @@ func TestKilledChildIsRestartedAlone(t *testing.T) {
 	if after[role.Uploader] != before[role.Uploader] || after[role.Committer] != before[role.Committer] {
 		t.Errorf("pids before %v, after %v: only the consumer may change", before, after)
 	}
-	if alive(before[role.Consumer]) {
+	if itest.Alive(before[role.Consumer]) {
 		t.Errorf("killed consumer %d still alive", before[role.Consumer])
 	}
 	if beats := h.readInt(role.Uploader + ".heartbeat"); beats <= beatsAtKill {
@@ -241,7 +227,7 @@ func TestDrainInOrder(t *testing.T) {
 	}
 	// Run returns with no child left.
 	for r, pid := range pids {
-		if alive(pid) {
+		if itest.Alive(pid) {
 			t.Errorf("%s child %d alive after Run returned", r, pid)
 		}
 	}
@@ -291,7 +277,7 @@ func TestDrainDeadlineKillsChild(t *testing.T) {
 		t.Errorf("Run returned %s after cancel, want just after the %s budget", took, budget)
 	}
 	for r, pid := range pids {
-		if alive(pid) {
+		if itest.Alive(pid) {
 			t.Errorf("%s child %d alive after Run returned", r, pid)
 		}
 	}
@@ -310,7 +296,7 @@ func TestKilledSupervisorLeavesNoOrphans(t *testing.T) {
 	dir := t.TempDir()
 	sup := exec.Command(os.Args[0], "-test.run=^$")
 	sup.Env = append(os.Environ(), envSupervisor+"=1", envTestDir+"="+dir)
-	stderr := &syncBuffer{}
+	stderr := &itest.SyncBuffer{}
 	sup.Stderr = stderr
 	if err := sup.Start(); err != nil {
 		t.Fatal(err)
@@ -334,13 +320,13 @@ func TestKilledSupervisorLeavesNoOrphans(t *testing.T) {
 	})
 	t.Cleanup(func() { // only if the test failed: orphans are not left to the machine
 		for _, pid := range pids {
-			if alive(pid) {
+			if itest.Alive(pid) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
 	})
 	for r, pid := range pids {
-		if !alive(pid) {
+		if !itest.Alive(pid) {
 			t.Fatalf("%s child %d not running", r, pid)
 		}
 	}
@@ -363,4 +349,27 @@ func TestRolesMaintainer(t *testing.T) {
 	if got := Roles(cfg); !slices.Equal(got, role.All) {
 		t.Errorf("roles with maintenance disabled %v, want %v", got, role.All)
 	}
+}
+
+// statuses asks every running child for its status, each within ctx. Roles
+// whose child is not running are absent; failed answers are joined in the
+// error.
+func (s *Supervisor) statuses(ctx context.Context) (map[string]rpc.Status, error) {
+	s.mu.Lock()
+	children := make([]*child, 0, len(s.children))
+	for _, c := range s.children {
+		children = append(children, c)
+	}
+	s.mu.Unlock()
+	out := map[string]rpc.Status{}
+	var errs []error
+	for _, c := range children {
+		st, err := c.role.Status(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("status of %s: %w", c.name, err))
+			continue
+		}
+		out[c.name] = st
+	}
+	return out, errors.Join(errs...)
 }

@@ -11,9 +11,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/icewal/ingestor/internal/testutil"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -66,13 +67,13 @@ type env struct {
 	az    *devenv.Azurite
 	store storage.Store
 	reg   *prometheus.Registry
-	logs  *syncBuffer
+	logs  *testutil.SyncBuffer
 }
 
 func newEnv(t *testing.T, onAzure bool) *env {
 	t.Helper()
 	root := t.TempDir()
-	e := &env{t: t, dir: filepath.Join(root, "wal"), reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	e := &env{t: t, dir: filepath.Join(root, "wal"), reg: prometheus.NewRegistry(), logs: &testutil.SyncBuffer{}}
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -300,24 +301,6 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() bool, what string)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// syncBuffer collects log lines from concurrent goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // fixedLocator is a locator with a fixed answer per dataset, for tests that

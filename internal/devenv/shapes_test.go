@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/icewal/ingestor/consumer"
+	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/shared/tables"
 )
 
@@ -46,7 +46,7 @@ func TestShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dec, err := consumer.NewDecoder(schema, s.Mapping)
+			dec, err := decode.New(schema, s.Mapping)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func TestShapes(t *testing.T) {
 				if !json.Valid(payload) {
 					t.Fatalf("event %d is not JSON: %s", seq, payload)
 				}
-				row, err := dec.Decode(payload)
+				row, err := dec.DecodeInto(nil, payload)
 				if err != nil {
 					t.Fatalf("event %d: %v\n%s", seq, err, payload)
 				}

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,30 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icewal/ingestor/internal/testutil"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func get(t *testing.T, client *http.Client, url string) (int, string) {
@@ -54,7 +37,7 @@ func get(t *testing.T, client *http.Client, url string) (int, string) {
 }
 
 func TestServe(t *testing.T) {
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	reg := NewRegistry("uploader")
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "ingestor_uploader_files_total", Help: "test"})

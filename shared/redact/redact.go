@@ -40,62 +40,87 @@ var (
 
 // Redactor removes a configuration's secret values from text.
 type Redactor struct {
-	secrets []string // longest first
+	secrets []string        // longest first
+	seen    map[string]bool // while collecting
 }
 
-// New collects the secrets of cfg: the catalog properties whose names
-// mark a credential (keys, tokens, passwords, SAS, connection strings)
-// with their parts and escaped forms, the passwords of URIs and DSNs in
-// any catalog property, and the Kafka SASL password and token.
+// New collects the secrets of cfg: those of its catalog properties
+// (Properties) and the Kafka SASL password and token.
 func New(cfg *config.Config) *Redactor {
-	r := &Redactor{}
-	seen := map[string]bool{}
-	add := func(v string) {
-		for _, s := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
-			if len(s) >= minSecretLen && !seen[s] {
-				seen[s] = true
-				r.secrets = append(r.secrets, s)
-			}
-		}
-		if u, err := url.QueryUnescape(v); err == nil && u != v && len(u) >= minSecretLen && !seen[u] {
-			seen[u] = true
-			r.secrets = append(r.secrets, u)
-		}
-	}
+	r := &Redactor{seen: map[string]bool{}}
 	if cfg != nil {
-		for k, v := range cfg.Catalog.Properties {
-			if v == "" {
-				continue
-			}
-			if isSecretKey(k) {
-				add(v)
-				addParts(v, add)
-			}
-			for _, m := range dsnPassword.FindAllStringSubmatch(v, -1) {
-				add(strings.Trim(m[1], "'"))
-			}
-			if u, err := url.Parse(v); err == nil {
-				if u.User != nil {
-					if pw, ok := u.User.Password(); ok && pw != "" {
-						add(pw)
-					}
-				}
-				for qk, qv := range u.Query() {
-					if isSecretKey(qk) || strings.EqualFold(qk, "sig") {
-						for _, s := range qv {
-							add(s)
-						}
-					}
-				}
-			}
-		}
+		r.addProperties(cfg.Catalog.Properties)
 		if s := cfg.Kafka.SASL; s != nil {
-			add(s.Password)
-			add(s.Token)
+			r.add(s.Password)
+			r.add(s.Token)
 		}
 	}
-	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+	r.sort()
 	return r
+}
+
+// Properties collects the secrets of a property map (the catalog's, which
+// also configure the storage): the values of the properties whose names
+// mark a credential (keys, tokens, passwords, SAS, connection strings)
+// with their parts, the passwords of URIs and DSNs in any property, and
+// the credentials in URL query strings; each in its plain and escaped
+// forms. This is the one rule of what is secret.
+func Properties(props map[string]string) *Redactor {
+	r := &Redactor{seen: map[string]bool{}}
+	r.addProperties(props)
+	r.sort()
+	return r
+}
+
+func (r *Redactor) addProperties(props map[string]string) {
+	for k, v := range props {
+		if v == "" {
+			continue
+		}
+		if isSecretKey(k) {
+			r.add(v)
+			addParts(v, r.add)
+		}
+		for _, m := range dsnPassword.FindAllStringSubmatch(v, -1) {
+			r.add(strings.Trim(m[1], "'"))
+		}
+		if u, err := url.Parse(v); err == nil {
+			if u.User != nil {
+				if pw, ok := u.User.Password(); ok && pw != "" {
+					r.add(pw)
+				}
+			}
+			for qk, qv := range u.Query() {
+				if isSecretKey(qk) || strings.EqualFold(qk, "sig") {
+					for _, s := range qv {
+						r.add(s)
+					}
+				}
+			}
+		}
+	}
+}
+
+// add records a secret value in its plain, escaped and unescaped forms;
+// forms shorter than minSecretLen are left out.
+func (r *Redactor) add(v string) {
+	forms := []string{v, url.QueryEscape(v), url.PathEscape(v)}
+	if u, err := url.QueryUnescape(v); err == nil && u != v {
+		forms = append(forms, u)
+	}
+	for _, s := range forms {
+		if len(s) >= minSecretLen && !r.seen[s] {
+			r.seen[s] = true
+			r.secrets = append(r.secrets, s)
+		}
+	}
+}
+
+// sort puts the longest secrets first, so that a secret holding another
+// is masked whole.
+func (r *Redactor) sort() {
+	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+	r.seen = nil
 }
 
 // addParts adds the secret parts of a value: an Azure connection string's

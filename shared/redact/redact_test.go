@@ -1,6 +1,12 @@
 package redact
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,4 +90,63 @@ func toString(v any) string {
 	}
 	walk(v)
 	return b.String()
+}
+
+// leakyError is an error type a caller might look for with errors.As; its
+// text holds a secret.
+type leakyError struct{ text string }
+
+func (e *leakyError) Error() string { return e.text }
+
+func TestErrorNeverUnwrapsToTheSecret(t *testing.T) {
+	r := Properties(map[string]string{"adls.sas-token.a": "sv=2022&sig=Sig%2Bnature5", "credential": "client:oauth-secret-6"})
+	sentinel := errors.New("not found")
+	raw := fmt.Errorf("open: %w: %w: %w", &leakyError{"GET https://a/c?sig=x with client:oauth-secret-6"}, sentinel, context.Canceled)
+	err := r.Error(raw, sentinel, io.EOF)
+	if strings.Contains(err.Error(), "oauth-secret-6") || !strings.Contains(err.Error(), "open: GET https://a/c?REDACTED with REDACTED") {
+		t.Errorf("Error text %q", err)
+	}
+	var leak *leakyError
+	if errors.As(err, &leak) {
+		t.Errorf("errors.As reaches the raw error: %q", leak)
+	}
+	if errors.Is(err, raw) {
+		t.Error("errors.Is reaches the raw error")
+	}
+	if !errors.Is(err, sentinel) || !errors.Is(err, context.Canceled) {
+		t.Error("the sentinel or the cancellation is lost")
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, context.DeadlineExceeded) {
+		t.Error("the error matches a sentinel its cause does not")
+	}
+	if r.Error(nil) != nil {
+		t.Error("Error(nil) is not nil")
+	}
+
+	wrapped := r.Wrap(raw, "azure get c/f: HTTP 403 AuthenticationFailed sig=Sig+nature5", fs.ErrNotExist)
+	if strings.Contains(wrapped.Error(), "nature5") || !errors.Is(wrapped, fs.ErrNotExist) || !errors.Is(wrapped, context.Canceled) || errors.As(wrapped, &leak) {
+		t.Errorf("Wrap gives %q", wrapped)
+	}
+}
+
+// TestOneRule checks that a configuration and its catalog properties give
+// the same secrets, whichever constructor the caller used, and that the
+// shortest and public values are left alone.
+func TestOneRule(t *testing.T) {
+	props := map[string]string{
+		"adls.auth.shared-key.account.name": "devstoreaccount1",
+		"adls.auth.shared-key.account.key":  "AccKey+/3==",
+		"token":                             "abc", // too short to mask without mangling words
+		"rest.authorization-url":            "https://auth.example/oauth",
+		"uri":                               "postgres://u:pw123456@db/cat",
+	}
+	a, b := New(&config.Config{Catalog: config.Catalog{Properties: props}}), Properties(props)
+	if !slices.Equal(a.secrets, b.secrets) {
+		t.Errorf("New has %q, Properties %q", a.secrets, b.secrets)
+	}
+	in := "account devstoreaccount1 key AccKey+/3== abc at https://auth.example/oauth as pw123456"
+	want := "account devstoreaccount1 key REDACTED abc at https://auth.example/oauth as REDACTED"
+	if got := b.String(in); got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
 }

@@ -2,40 +2,23 @@ package rpc
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/icewal/ingestor/internal/testutil"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/icewal/ingestor/shared/pause"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func testCommand(mode string, env ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -48,12 +31,12 @@ type testChild struct {
 	client *plugin.Client
 	role   Role
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 }
 
 func startChild(t *testing.T, mode string, env ...string) *testChild {
 	t.Helper()
-	tc := &testChild{cmd: testCommand(mode, env...), stderr: &syncBuffer{}}
+	tc := &testChild{cmd: testCommand(mode, env...), stderr: &testutil.SyncBuffer{}}
 	tc.client = NewClient(tc.cmd, tc.stderr, hclog.NewNullLogger())
 	t.Cleanup(tc.client.Kill)
 	r, err := Dispense(tc.client)
@@ -263,7 +246,7 @@ func TestChildExitsWhenParentDies(t *testing.T) {
 		t.Fatalf("host printed %q", line)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	if !alive(pid) {
+	if !testutil.Alive(pid) {
 		t.Fatalf("child %d not running before its host is killed", pid)
 	}
 

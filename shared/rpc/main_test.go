@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/icewal/ingestor/internal/testutil"
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
@@ -114,25 +115,10 @@ func runTestHost() int {
 	return 0
 }
 
-// alive reports whether pid is a process that has not exited; a zombie
-// (exited, not yet reaped by whoever adopted it) counts as exited.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
-	}
-	return s[i+2] != 'Z' && s[i+2] != 'X'
-}
-
 func waitGone(t *testing.T, pid int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	for alive(pid) {
+	for testutil.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d still alive after %s", pid, within)
 		}

@@ -3,9 +3,6 @@ package tables
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -21,6 +18,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/redact"
 )
 
 // sqlitePragmas keep concurrent commits from failing with SQLITE_BUSY: a
@@ -45,7 +43,7 @@ func OpenCatalog(ctx context.Context, c config.Catalog) (catalog.Catalog, error)
 	}
 	cat, err := catalog.Load(ctx, c.Name, props)
 	if err != nil {
-		return nil, redact(fmt.Errorf("open %s catalog %q: %w", props["type"], c.Name, err), props)
+		return nil, maskError(fmt.Errorf("open %s catalog %q: %w", props["type"], c.Name, err), props)
 	}
 	return cat, nil
 }
@@ -65,74 +63,12 @@ func withSQLitePragmas(dsn string) string {
 	return dsn + "?" + sqlitePragmas
 }
 
-// secretKeyParts mark a property whose value must not appear in errors.
-var secretKeyParts = []string{"credential", "token", "key", "secret", "password", "sas", "connection-string", "signature"}
+// openSentinels are the errors of catalog.Load a caller may branch on;
+// the masked error of OpenCatalog keeps them.
+var openSentinels = []error{catalog.ErrCatalogNotFound, iceberg.ErrInvalidArgument, iceberg.ErrNotImplemented}
 
-// dsnPassword finds the password of a key=value DSN (PostgreSQL style).
-var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
-
-// secrets returns the secret values among props, longest first.
-func secrets(props iceberg.Properties) []string {
-	var out []string
-	for k, v := range props {
-		if v == "" {
-			continue
-		}
-		lk := strings.ToLower(k)
-		for _, part := range secretKeyParts {
-			if strings.Contains(lk, part) {
-				out = append(out, v)
-				break
-			}
-		}
-		for _, m := range dsnPassword.FindAllStringSubmatch(v, -1) {
-			out = append(out, strings.Trim(m[2], "'"))
-		}
-		if u, err := url.Parse(v); err == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok && pw != "" {
-				out = append(out, pw, url.QueryEscape(pw), url.PathEscape(pw))
-			}
-		}
-		if u, err := url.Parse(v); err == nil {
-			for qk, qv := range u.Query() {
-				lqk := strings.ToLower(qk)
-				for _, part := range append(secretKeyParts, "sig") {
-					if strings.Contains(lqk, part) {
-						for _, s := range qv {
-							if s != "" {
-								out = append(out, s, url.QueryEscape(s))
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
-}
-
-// redactedError hides secret values in the text of an error while keeping
-// the wrapped error for errors.Is and errors.As.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-// redact replaces every secret value of props found in err's text.
-func redact(err error, props iceberg.Properties) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	for _, s := range secrets(props) {
-		if len(s) < 3 {
-			continue // too short to replace without mangling the message
-		}
-		msg = strings.ReplaceAll(msg, s, "REDACTED")
-	}
-	return &redactedError{msg: msg, err: err}
+// maskError masks every secret of props in err's text (shared/redact's
+// rule); the result unwraps to the sentinels err matches, never to err.
+func maskError(err error, props iceberg.Properties) error {
+	return redact.Properties(props).Error(err, openSentinels...)
 }

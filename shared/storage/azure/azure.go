@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/google/uuid"
+	"github.com/icewal/ingestor/shared/redact"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -32,7 +33,7 @@ const (
 // Store keeps objects in Azure Blob Storage. It is safe for concurrent use.
 type Store struct {
 	props     map[string]string
-	secrets   []string
+	red       *redact.Redactor // masks the secrets of props in errors
 	transport *http.Transport
 
 	mu         sync.Mutex
@@ -49,7 +50,7 @@ func New(props map[string]string) *Store {
 	}
 	return &Store{
 		props:      p,
-		secrets:    secretValues(p),
+		red:        redact.Properties(p),
 		transport:  http.DefaultTransport.(*http.Transport).Clone(),
 		containers: map[string]*container.Client{},
 	}
@@ -70,7 +71,7 @@ func (s *Store) blob(location string) (*blockblob.Client, error) {
 	c, ok := s.containers[key]
 	if !ok {
 		if c, err = s.newContainerClient(l); err != nil {
-			return nil, fmt.Errorf("azure client for %s: %s", location, s.redact(err.Error()))
+			return nil, fmt.Errorf("azure client for %s: %s", location, s.red.String(err.Error()))
 		}
 		s.containers[key] = c
 	}

@@ -1,17 +1,13 @@
-package consumer
+package decode
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -19,21 +15,12 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
-	"github.com/apache/arrow-go/v18/arrow/extensions"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
+	"github.com/icewal/ingestor/consumer/decode/decodetest"
 	"github.com/jmespath/go-jmespath"
 )
-
-func oneColumn(typ iceberg.Type, required bool) *iceberg.Schema {
-	return iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "v", Type: typ, Required: required})
-}
 
 func days(s string) arrow.Date32 {
 	t, err := time.Parse(time.DateOnly, s)
@@ -49,14 +36,6 @@ func micros(s string) arrow.Timestamp {
 		panic(err)
 	}
 	return arrow.Timestamp(t.UnixMicro())
-}
-
-func bigDecimal(s string) decimal128.Num {
-	b, ok := new(big.Int).SetString(s, 10)
-	if !ok {
-		panic(s)
-	}
-	return decimal128.FromBigInt(b)
 }
 
 func mustUUID(s string) uuid.UUID { return uuid.MustParse(s) }
@@ -204,7 +183,7 @@ func TestConvert(t *testing.T) {
 		{"decimal/huge exponent", dec92, `1e400`, nil, "more than 9 digits"},
 		{"decimal/word", dec92, `"ten"`, nil, "not a JSON number"},
 		{"decimal/bool", dec92, `true`, nil, "cannot convert JSON boolean to decimal(9, 2)"},
-		{"decimal38/exact", dec38, `1234567890123456789012345678.1234567890`, bigDecimal("12345678901234567890123456781234567890"), ""},
+		{"decimal38/exact", dec38, `1234567890123456789012345678.1234567890`, decodetest.BigDecimal("12345678901234567890123456781234567890"), ""},
 		{"decimal38/negative", dec38, `"-0.0000000001"`, decimal128.FromI64(-1), ""},
 		{"decimal38/too many digits", dec38, `12345678901234567890123456789.1`, nil, "more than 38 digits"},
 
@@ -254,15 +233,15 @@ func TestConvert(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := NewDecoder(oneColumn(tc.typ, false), map[string]string{"v": "v"})
+			d, err := New(decodetest.OneColumn(tc.typ, false), map[string]string{"v": "v"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			row, err := d.Decode([]byte(`{"v":` + tc.json + `}`))
+			row, err := d.DecodeInto(nil, []byte(`{"v":`+tc.json+`}`))
 			if tc.err != "" {
-				var de *DecodeError
+				var de *Error
 				if !errors.As(err, &de) {
-					t.Fatalf("Decode = %v, %v; want a DecodeError containing %q", row, err, tc.err)
+					t.Fatalf("Decode = %v, %v; want a Error containing %q", row, err, tc.err)
 				}
 				if de.Reason != ReasonConvert || de.Column != "v" {
 					t.Errorf("reason %q column %q, want %q %q", de.Reason, de.Column, ReasonConvert, "v")
@@ -284,11 +263,11 @@ func TestConvert(t *testing.T) {
 
 func TestConvertNaN(t *testing.T) {
 	for _, typ := range []iceberg.Type{iceberg.PrimitiveTypes.Float32, iceberg.PrimitiveTypes.Float64} {
-		d, err := NewDecoder(oneColumn(typ, true), map[string]string{"v": "v"})
+		d, err := New(decodetest.OneColumn(typ, true), map[string]string{"v": "v"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		row, err := d.Decode([]byte(`{"v":"NaN"}`))
+		row, err := d.DecodeInto(nil, []byte(`{"v":"NaN"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +290,7 @@ func TestDecodeNullsAndMissing(t *testing.T) {
 		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 3, Name: "unmapped", Type: iceberg.PrimitiveTypes.String},
 	)
-	d, err := NewDecoder(schema, map[string]string{"id": "meta.id", "name": "name"})
+	d, err := New(schema, map[string]string{"id": "meta.id", "name": "name"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +321,7 @@ func TestDecodeNullsAndMissing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			row, err := d.Decode([]byte(tc.payload))
+			row, err := d.DecodeInto(nil, []byte(tc.payload))
 			if tc.reason == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -352,7 +331,7 @@ func TestDecodeNullsAndMissing(t *testing.T) {
 				}
 				return
 			}
-			var de *DecodeError
+			var de *Error
 			if !errors.As(err, &de) || de.Reason != tc.reason {
 				t.Fatalf("Decode = %v, %v; want reason %s", row, err, tc.reason)
 			}
@@ -366,13 +345,13 @@ func TestDecodeNullsAndMissing(t *testing.T) {
 	}
 }
 
-func TestDecodeErrorMessage(t *testing.T) {
-	d, err := NewDecoder(oneColumn(iceberg.PrimitiveTypes.Int32, true), map[string]string{"v": "payload.v"})
+func TestErrorMessage(t *testing.T) {
+	d, err := New(decodetest.OneColumn(iceberg.PrimitiveTypes.Int32, true), map[string]string{"v": "payload.v"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("x", 500)
-	_, err = d.Decode([]byte(`{"payload":{"v":"` + long + `"}}`))
+	_, err = d.DecodeInto(nil, []byte(`{"payload":{"v":"`+long+`"}}`))
 	msg := err.Error()
 	if !strings.HasPrefix(msg, `decode column "v": cannot convert JSON string to int: not a JSON number (value "xxxx`) {
 		t.Errorf("message %q", msg)
@@ -381,13 +360,13 @@ func TestDecodeErrorMessage(t *testing.T) {
 		t.Errorf("value not truncated: %d bytes: %q", len(msg), msg)
 	}
 
-	_, err = d.Decode([]byte(`{"payload":{"v":{"k":[` + strings.Repeat(`"abcdef",`, 100) + `1]}}}`))
+	_, err = d.DecodeInto(nil, []byte(`{"payload":{"v":{"k":[`+strings.Repeat(`"abcdef",`, 100)+`1]}}}`))
 	if msg := err.Error(); !strings.Contains(msg, `(value {"k":["abcdef","abcdef",`) || len(msg) > 160 {
 		t.Errorf("object value not rendered and truncated: %q", msg)
 	}
 
-	_, err = d.Decode([]byte(`{"payload":`))
-	var de *DecodeError
+	_, err = d.DecodeInto(nil, []byte(`{"payload":`))
+	var de *Error
 	if !errors.As(err, &de) || de.Reason != ReasonNotJSON || !strings.HasPrefix(err.Error(), "decode payload: not JSON: ") {
 		t.Errorf("not JSON error %v", err)
 	}
@@ -396,7 +375,7 @@ func TestDecodeErrorMessage(t *testing.T) {
 	}
 }
 
-func TestNewDecoderErrors(t *testing.T) {
+func TestNewErrors(t *testing.T) {
 	schema := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "note", Type: iceberg.PrimitiveTypes.String},
@@ -412,22 +391,22 @@ func TestNewDecoderErrors(t *testing.T) {
 		{"required unmapped", schema, map[string]string{"note": "note"}, `"id"`},
 		{"bad expression", schema, map[string]string{"id": "id["}, `"id"`},
 		{"unsupported type", iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "var", Type: iceberg.VariantType{}}), map[string]string{}, "var"},
-		{"struct map key", oneColumn(&iceberg.MapType{KeyID: 2, KeyType: structAB, ValueID: 3, ValueType: iceberg.PrimitiveTypes.String}, false), map[string]string{}, "map key"},
+		{"struct map key", decodetest.OneColumn(&iceberg.MapType{KeyID: 2, KeyType: structAB, ValueID: 3, ValueType: iceberg.PrimitiveTypes.String}, false), map[string]string{}, "map key"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewDecoder(tc.schema, tc.mapping)
+			_, err := New(tc.schema, tc.mapping)
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Fatalf("NewDecoder error %v, want one containing %s", err, tc.err)
+				t.Fatalf("New error %v, want one containing %s", err, tc.err)
 			}
 		})
 	}
 	// An optional unmapped column is fine and always null.
-	d, err := NewDecoder(schema, map[string]string{"id": "id"})
+	d, err := New(schema, map[string]string{"id": "id"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, err := d.Decode([]byte(`{"id":1,"note":"x"}`))
+	row, err := d.DecodeInto(nil, []byte(`{"id":1,"note":"x"}`))
 	if err != nil || row[1] != nil {
 		t.Fatalf("row %v, err %v", row, err)
 	}
@@ -447,7 +426,7 @@ func TestDecodeGeneralExpressions(t *testing.T) {
 		iceberg.NestedField{ID: 7, Name: "price_text", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 8, Name: "precise", Type: iceberg.DecimalTypeOf(38, 23)},
 	)
-	d, err := NewDecoder(schema, map[string]string{
+	d, err := New(schema, map[string]string{
 		"cheap":      "items[?price < `2`].sku | [0]",
 		"n":          "length(items)",
 		"big":        "items[?sku == 'b'].id | [0]",
@@ -460,7 +439,7 @@ func TestDecodeGeneralExpressions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, err := d.Decode([]byte(`{"items":[
+	row, err := d.DecodeInto(nil, []byte(`{"items":[
 		{"sku":"a","price":2.5,"id":1},
 		{"sku":"b","price":1.25,"id":9007199254740993},
 		{"sku":"c","price":1.50,"precise":0.12345678901234567890123}]}`))
@@ -468,17 +447,17 @@ func TestDecodeGeneralExpressions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Row{"b", int64(3), int64(9007199254740993), int64(9007199254740993), []any{"a", "b", "c"},
-		decimal128.FromI64(525), "1.5", bigDecimal("12345678901234567890123")}
+		decimal128.FromI64(525), "1.5", decodetest.BigDecimal("12345678901234567890123")}
 	if !reflect.DeepEqual(row, want) {
 		t.Errorf("got  %#v\nwant %#v", row, want)
 	}
 
-	d, err = NewDecoder(oneColumn(iceberg.PrimitiveTypes.Int64, false), map[string]string{"v": "abs(v)"})
+	d, err = New(decodetest.OneColumn(iceberg.PrimitiveTypes.Int64, false), map[string]string{"v": "abs(v)"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.Decode([]byte(`{"v":"x"}`))
-	var de *DecodeError
+	_, err = d.DecodeInto(nil, []byte(`{"v":"x"}`))
+	var de *Error
 	if !errors.As(err, &de) || de.Reason != ReasonConvert || !strings.Contains(err.Error(), "evaluate mapping") {
 		t.Errorf("function type error: %v", err)
 	}
@@ -547,10 +526,10 @@ func TestDecodeParserMatchesEncodingJSON(t *testing.T) {
 	for _, in := range inputs {
 		checkParserMatchesStd(t, []byte(in))
 	}
-	for _, doc := range allTypesDocs {
+	for _, doc := range decodetest.AllTypesDocs {
 		checkParserMatchesStd(t, []byte(doc))
 	}
-	checkParserMatchesStd(t, []byte(narrowEvent))
+	checkParserMatchesStd(t, []byte(decodetest.NarrowEvent))
 }
 
 // TestDecodeVisitMatchesWholeDocument checks the one-pass visit against
@@ -566,7 +545,7 @@ func TestDecodeVisitMatchesWholeDocument(t *testing.T) {
 		iceberg.NestedField{ID: 5, Name: "city", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 6, Name: "city2", Type: iceberg.PrimitiveTypes.String},
 	)
-	d, err := NewDecoder(schema, map[string]string{
+	d, err := New(schema, map[string]string{
 		"id": "meta.id", "name": "user.name", "first_tag": "user.tags[0]", "tags": "user.tags",
 		"city": "user.address.city", "city2": `"user"."address"."city"`,
 	})
@@ -591,11 +570,11 @@ func TestDecodeVisitMatchesWholeDocument(t *testing.T) {
 		{`"meta"`, Row{nil, nil, nil, nil, nil, nil}},
 	}
 	for _, tc := range cases {
-		got, err := d.Decode([]byte(tc.doc))
+		got, err := d.DecodeInto(nil, []byte(tc.doc))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.doc, err)
 		}
-		ref, err := whole.Decode([]byte(tc.doc))
+		ref, err := whole.DecodeInto(nil, []byte(tc.doc))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.doc, err)
 		}
@@ -606,14 +585,14 @@ func TestDecodeVisitMatchesWholeDocument(t *testing.T) {
 }
 
 func TestDecodeConcurrent(t *testing.T) {
-	schema := allTypesSchema()
-	d, err := NewDecoder(schema, allTypesMapping())
+	schema := decodetest.AllTypesSchema()
+	d, err := New(schema, decodetest.AllTypesMapping())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := make([]Row, len(allTypesDocs))
-	for i, doc := range allTypesDocs {
-		if want[i], err = d.Decode([]byte(doc)); err != nil {
+	want := make([]Row, len(decodetest.AllTypesDocs))
+	for i, doc := range decodetest.AllTypesDocs {
+		if want[i], err = d.DecodeInto(nil, []byte(doc)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -621,8 +600,8 @@ func TestDecodeConcurrent(t *testing.T) {
 	for range 4 {
 		go func() {
 			for n := range 200 {
-				i := n % len(allTypesDocs)
-				row, err := d.Decode([]byte(allTypesDocs[i]))
+				i := n % len(decodetest.AllTypesDocs)
+				row, err := d.DecodeInto(nil, []byte(decodetest.AllTypesDocs[i]))
 				if err == nil && !reflect.DeepEqual(row, want[i]) {
 					err = fmt.Errorf("doc %d decoded differently", i)
 				}
@@ -764,273 +743,33 @@ func TestDecodePlainPathMatchesJMESPath(t *testing.T) {
 	t.Logf("%d evaluations, %d non-null", compared, nonNull)
 }
 
-// allTypesSchema has every supported type, nested ones included.
-func allTypesSchema() *iceberg.Schema {
-	return iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 3, Name: "age", Type: iceberg.PrimitiveTypes.Int32},
-		iceberg.NestedField{ID: 4, Name: "score", Type: iceberg.PrimitiveTypes.Float32},
-		iceberg.NestedField{ID: 5, Name: "ratio", Type: iceberg.PrimitiveTypes.Float64},
-		iceberg.NestedField{ID: 6, Name: "active", Type: iceberg.PrimitiveTypes.Bool},
-		iceberg.NestedField{ID: 7, Name: "day", Type: iceberg.PrimitiveTypes.Date},
-		iceberg.NestedField{ID: 8, Name: "tod", Type: iceberg.PrimitiveTypes.Time},
-		iceberg.NestedField{ID: 9, Name: "ts", Type: iceberg.PrimitiveTypes.Timestamp},
-		iceberg.NestedField{ID: 10, Name: "tstz", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
-		iceberg.NestedField{ID: 11, Name: "amount", Type: iceberg.DecimalTypeOf(18, 4)},
-		iceberg.NestedField{ID: 12, Name: "big", Type: iceberg.DecimalTypeOf(38, 10)},
-		iceberg.NestedField{ID: 13, Name: "blob", Type: iceberg.PrimitiveTypes.Binary},
-		iceberg.NestedField{ID: 14, Name: "fx", Type: iceberg.FixedTypeOf(4)},
-		iceberg.NestedField{ID: 15, Name: "uid", Type: iceberg.PrimitiveTypes.UUID},
-		iceberg.NestedField{ID: 16, Name: "user", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
-			{ID: 17, Name: "name", Type: iceberg.PrimitiveTypes.String, Required: true},
-			{ID: 18, Name: "address", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
-				{ID: 19, Name: "city", Type: iceberg.PrimitiveTypes.String},
-				{ID: 20, Name: "zip", Type: iceberg.PrimitiveTypes.Int32},
-			}}},
-			{ID: 21, Name: "tags", Type: &iceberg.ListType{ElementID: 22, Element: iceberg.PrimitiveTypes.String, ElementRequired: true}},
-		}}},
-		iceberg.NestedField{ID: 23, Name: "nums", Type: &iceberg.ListType{ElementID: 24, Element: iceberg.PrimitiveTypes.Int64}},
-		iceberg.NestedField{ID: 25, Name: "matrix", Type: &iceberg.ListType{ElementID: 26, Element: &iceberg.ListType{ElementID: 27, Element: iceberg.PrimitiveTypes.Int32}}},
-		iceberg.NestedField{ID: 28, Name: "attrs", Type: &iceberg.MapType{KeyID: 29, KeyType: iceberg.PrimitiveTypes.String, ValueID: 30, ValueType: iceberg.PrimitiveTypes.String}},
-		iceberg.NestedField{ID: 31, Name: "counts", Type: &iceberg.MapType{KeyID: 32, KeyType: iceberg.PrimitiveTypes.Int32, ValueID: 33, ValueType: iceberg.PrimitiveTypes.Int64, ValueRequired: true}},
-		iceberg.NestedField{ID: 34, Name: "events", Type: &iceberg.ListType{ElementID: 35, Element: &iceberg.StructType{FieldList: []iceberg.NestedField{
-			{ID: 36, Name: "kind", Type: iceberg.PrimitiveTypes.String, Required: true},
-			{ID: 37, Name: "at", Type: iceberg.PrimitiveTypes.TimestampTz},
-			{ID: 38, Name: "meta", Type: &iceberg.MapType{KeyID: 39, KeyType: iceberg.PrimitiveTypes.String, ValueID: 40, ValueType: iceberg.DecimalTypeOf(9, 2)}},
-		}}}},
-		iceberg.NestedField{ID: 41, Name: "nitems", Type: iceberg.PrimitiveTypes.Int64},
-	)
-}
-
-func allTypesMapping() map[string]string {
-	m := map[string]string{}
-	for _, f := range allTypesSchema().Fields() {
-		m[f.Name] = f.Name
-	}
-	m["id"] = "meta.id"
-	m["tstz"] = `meta."event time"`
-	m["nitems"] = "length(events || `[]`)"
-	delete(m, "ts") // unmapped optional column: always null
-	return m
-}
-
-var allTypesDocs = []string{
-	`{"meta":{"id":1,"event time":"2026-11-30T12:00:00.123456Z"},"name":"alice","age":42,"score":1.5,"ratio":0.1,
-	  "active":true,"day":"2026-11-30","tod":"23:59:59.999999","ts":"2026-11-30T12:00:00Z","amount":"12345678901234.5678",
-	  "big":-1234567890123456789012345678.1234567890,"blob":"aGVsbG8=","fx":"AQIDBA==","uid":"f81d4fae-7dec-11d0-a765-00a0c91e6bf6",
-	  "user":{"name":"Alice","address":{"city":"Paris","zip":75001},"tags":["a","b"]},
-	  "nums":[1,null,9223372036854775807],"matrix":[[1,2],[],null,[null,3]],
-	  "attrs":{"k1":"v1","k2":null},"counts":{"1":10,"-2":20},
-	  "events":[{"kind":"click","at":1764505496123,"meta":{"x":"1.25","y":null}},{"kind":"view"},null]}`,
-	// Nulls at the top level and inside nested values.
-	`{"meta":{"id":2,"event time":"2026-11-30T12:00:00+01:00"},"user":{"name":"Bob","address":null,"tags":[]},
-	  "nums":[],"matrix":[],"attrs":{},"counts":{},"events":[]}`,
-	`{"meta":{"id":3,"event time":0},"user":null,"nums":null,"matrix":null,"attrs":null,"counts":null,"events":null}`,
-	`{"meta":{"id":-4,"event time":"1969-07-20T20:17:40Z"},"name":"","age":-1,"score":-0.0,"ratio":1e300,
-	  "active":"false","day":"1969-07-20T23:59:59-05:00","amount":-0.0001,"big":"0","blob":"","fx":"/////w==",
-	  "user":{"name":"Ünïcødé","address":{"zip":"99999"},"tags":["x"]},"events":[{"kind":"k","meta":{}}]}`,
-}
-
-// TestAppendRoundTripParquet decodes documents with every type, appends
-// the rows to a RecordBuilder, writes a zstd Parquet file, reads it back and
-// compares every value.
-func TestAppendRoundTripParquet(t *testing.T) {
-	rows, as := decodeAllTypes(t, allTypesSchema(), allTypesMapping())
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
-	b := array.NewRecordBuilder(mem, as)
-	defer b.Release()
-	for _, row := range rows {
-		AppendRow(b, row)
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	for i, col := range rec.Columns() {
-		if err := checkArray(col); err != nil {
-			t.Fatalf("column %d: %v", i, err)
-		}
-	}
-
-	path := filepath.Join(t.TempDir(), "rows.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(as, f,
-		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithAllocator(mem)),
-		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	rf, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rf.Close()
-	tbl, err := pqarrow.ReadTable(context.Background(), rf, parquet.NewReaderProperties(mem), pqarrow.ArrowReadProperties{}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Release()
-	if int(tbl.NumRows()) != len(rows) || int(tbl.NumCols()) != as.NumFields() {
-		t.Fatalf("read %d rows %d columns", tbl.NumRows(), tbl.NumCols())
-	}
-	for c := 0; c < int(tbl.NumCols()); c++ {
-		name := tbl.Schema().Field(c).Name
-		if name != as.Field(c).Name {
-			t.Fatalf("column %d is %s, want %s", c, name, as.Field(c).Name)
-		}
-		var got []any
-		for _, chunk := range tbl.Column(c).Data().Chunks() {
-			for i := 0; i < chunk.Len(); i++ {
-				got = append(got, arrowValue(t, chunk, i))
-			}
-		}
-		for r, row := range rows {
-			if !reflect.DeepEqual(got[r], row[c]) {
-				t.Errorf("row %d column %s: read %#v, wrote %#v", r, name, got[r], row[c])
-			}
-		}
-	}
-	// Spot checks that the decoded values are the intended ones, so that
-	// the round trip is not comparing two wrong things.
-	if rows[0][11] != bigDecimal("-12345678901234567890123456781234567890") ||
-		!reflect.DeepEqual(rows[0][20], []any{[]any{"click", arrow.Timestamp(1764505496123000), MapValue{Keys: []any{"x", "y"}, Values: []any{decimal128.FromI64(125), nil}}}, []any{"view", nil, nil}, nil}) ||
-		rows[0][21] != int64(3) || rows[2][15] != nil || rows[3][5] != false {
-		t.Errorf("decoded values are off: %#v", rows[0])
-	}
-}
-
-// checkArray checks the lengths and offsets of an array and its children.
-func checkArray(arr arrow.Array) error {
-	if v, ok := arr.(interface{ ValidateFull() error }); ok {
-		if err := v.ValidateFull(); err != nil {
-			return err
-		}
-	}
-	switch a := arr.(type) {
-	case *array.Struct:
-		for f := 0; f < a.NumField(); f++ {
-			if a.Field(f).Len() != a.Len() {
-				return fmt.Errorf("struct field %d has %d values, struct %d", f, a.Field(f).Len(), a.Len())
-			}
-			if err := checkArray(a.Field(f)); err != nil {
-				return fmt.Errorf("struct field %d: %w", f, err)
-			}
-		}
-	case *array.Map:
-		if a.Keys().Len() != a.Items().Len() {
-			return fmt.Errorf("map has %d keys and %d items", a.Keys().Len(), a.Items().Len())
-		}
-		if err := checkArray(a.Keys()); err != nil {
-			return err
-		}
-		return checkArray(a.Items())
-	case *array.List:
-		if a.Len() > 0 {
-			if _, end := a.ValueOffsets(a.Len() - 1); int(end) > a.ListValues().Len() {
-				return fmt.Errorf("list offsets end at %d beyond %d values", end, a.ListValues().Len())
-			}
-		}
-		return checkArray(a.ListValues())
-	}
-	return nil
-}
-
-// arrowValue reads element i of arr back into the Row representation.
-func arrowValue(t *testing.T, arr arrow.Array, i int) any {
-	t.Helper()
-	if arr.IsNull(i) {
-		return nil
-	}
-	switch a := arr.(type) {
-	case *array.String:
-		return a.Value(i)
-	case *array.Int32:
-		return a.Value(i)
-	case *array.Int64:
-		return a.Value(i)
-	case *array.Float32:
-		return a.Value(i)
-	case *array.Float64:
-		return a.Value(i)
-	case *array.Boolean:
-		return a.Value(i)
-	case *array.Date32:
-		return a.Value(i)
-	case *array.Time64:
-		return a.Value(i)
-	case *array.Timestamp:
-		return a.Value(i)
-	case *array.Decimal128:
-		return a.Value(i)
-	case *array.Binary:
-		return append([]byte{}, a.Value(i)...)
-	case *array.FixedSizeBinary:
-		return append([]byte{}, a.Value(i)...)
-	case *extensions.UUIDArray:
-		return a.Value(i)
-	case *array.Struct:
-		out := make([]any, a.NumField())
-		for f := range out {
-			out[f] = arrowValue(t, a.Field(f), i)
-		}
-		return out
-	case *array.Map:
-		start, end := a.ValueOffsets(i)
-		m := MapValue{Keys: []any{}, Values: []any{}}
-		for j := int(start); j < int(end); j++ {
-			m.Keys = append(m.Keys, arrowValue(t, a.Keys(), j))
-			m.Values = append(m.Values, arrowValue(t, a.Items(), j))
-		}
-		return m
-	case *array.List:
-		start, end := a.ValueOffsets(i)
-		out := []any{}
-		for j := int(start); j < int(end); j++ {
-			out = append(out, arrowValue(t, a.ListValues(), j))
-		}
-		return out
-	}
-	t.Fatalf("unexpected array type %T (%s)", arr, arr.DataType())
-	return nil
-}
-
 // TestPlainAndGeneralDecodeAlike decodes the same documents with every
 // expression plain and with every expression forced through go-jmespath
 // (an identity pipe) and wants the same rows.
 func TestPlainAndGeneralDecodeAlike(t *testing.T) {
-	schema := allTypesSchema()
-	plain := allTypesMapping()
+	schema := decodetest.AllTypesSchema()
+	plain := decodetest.AllTypesMapping()
 	general := map[string]string{}
 	for k, v := range plain {
 		general[k] = v + " | @"
 	}
-	dp, err := NewDecoder(schema, plain)
+	dp, err := New(schema, plain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dg, err := NewDecoder(schema, general)
+	dg, err := New(schema, general)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if dg.general != true || dp.cols[1].path == nil || dg.cols[1].expr == nil {
 		t.Fatal("decoders do not use the intended paths")
 	}
-	for _, doc := range allTypesDocs {
-		rp, err := dp.Decode([]byte(doc))
+	for _, doc := range decodetest.AllTypesDocs {
+		rp, err := dp.DecodeInto(nil, []byte(doc))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rg, err := dg.Decode([]byte(doc))
+		rg, err := dg.DecodeInto(nil, []byte(doc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1040,67 +779,13 @@ func TestPlainAndGeneralDecodeAlike(t *testing.T) {
 	}
 }
 
-func TestAppendRowPanicsOnMismatch(t *testing.T) {
-	as, err := ArrowSchema(oneColumn(iceberg.PrimitiveTypes.Int32, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
-	defer b.Release()
-	for name, row := range map[string]Row{"short row": {}, "wrong type": {"x"}} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: AppendRow did not panic", name)
-				}
-			}()
-			AppendRow(b, row)
-		}()
-	}
-}
-
-// narrowEvent is a 15-column event with nested objects, about 600 bytes.
-const narrowEvent = `{"event_id":"4f9c2a8e-1b7d-4c3e-9a6f-2d8e5b7c1a90","event_type":"purchase",` +
-	`"occurred_at":"2026-11-30T12:34:56.789123Z","user":{"id":918273645,"email":"someone@example.com",` +
-	`"country":"FR","plan":"premium"},"device":{"os":"android","version":"14.2.1","model":"Pixel 9"},` +
-	`"session":{"id":"sess-7f3a9c2e5d1b","duration_ms":183452},"order":{"amount":"1249.99","currency":"EUR",` +
-	`"items":3,"coupon":null},"page":{"url":"https://shop.example.com/checkout/confirm?step=3","referrer":` +
-	`"https://www.example.org/search?q=shoes"},"flags":{"beta":true,"internal":false},"tags":["sale","mobile"]}`
-
-func narrowSchema() (*iceberg.Schema, map[string]string) {
-	s := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "event_id", Type: iceberg.PrimitiveTypes.UUID, Required: true},
-		iceberg.NestedField{ID: 2, Name: "event_type", Type: iceberg.PrimitiveTypes.String, Required: true},
-		iceberg.NestedField{ID: 3, Name: "occurred_at", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
-		iceberg.NestedField{ID: 4, Name: "user_id", Type: iceberg.PrimitiveTypes.Int64},
-		iceberg.NestedField{ID: 5, Name: "email", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 6, Name: "country", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 7, Name: "os", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 8, Name: "os_version", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 9, Name: "session_id", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 10, Name: "duration_ms", Type: iceberg.PrimitiveTypes.Int64},
-		iceberg.NestedField{ID: 11, Name: "amount", Type: iceberg.DecimalTypeOf(12, 2)},
-		iceberg.NestedField{ID: 12, Name: "currency", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 13, Name: "items", Type: iceberg.PrimitiveTypes.Int32},
-		iceberg.NestedField{ID: 14, Name: "url", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 15, Name: "beta", Type: iceberg.PrimitiveTypes.Bool},
-	)
-	return s, map[string]string{
-		"event_id": "event_id", "event_type": "event_type", "occurred_at": "occurred_at",
-		"user_id": "user.id", "email": "user.email", "country": "user.country",
-		"os": "device.os", "os_version": "device.version", "session_id": "session.id",
-		"duration_ms": "session.duration_ms", "amount": "order.amount", "currency": "order.currency",
-		"items": "order.items", "url": "page.url", "beta": "flags.beta",
-	}
-}
-
 func TestDecodeNarrowEvent(t *testing.T) {
-	s, m := narrowSchema()
-	d, err := NewDecoder(s, m)
+	s, m := decodetest.NarrowSchema()
+	d, err := New(s, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, err := d.Decode([]byte(narrowEvent))
+	row, err := d.DecodeInto(nil, []byte(decodetest.NarrowEvent))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1109,103 +794,24 @@ func TestDecodeNarrowEvent(t *testing.T) {
 			t.Errorf("column %d is null", i)
 		}
 	}
-	if n := len(narrowEvent); n < 550 || n > 650 {
+	if n := len(decodetest.NarrowEvent); n < 550 || n > 650 {
 		t.Errorf("narrow event is %d bytes", n)
 	}
 }
 
 func BenchmarkDecode(b *testing.B) {
-	s, m := narrowSchema()
-	d, err := NewDecoder(s, m)
+	s, m := decodetest.NarrowSchema()
+	d, err := New(s, m)
 	if err != nil {
 		b.Fatal(err)
 	}
-	payload := []byte(narrowEvent)
+	payload := []byte(decodetest.NarrowEvent)
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := d.Decode(payload); err != nil {
+		if _, err := d.DecodeInto(nil, payload); err != nil {
 			b.Fatal(err)
 		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-}
-
-// BenchmarkDecodeAppend measures decode and AppendRow together, the part of
-// the decode -> Parquet path that this file owns.
-func BenchmarkDecodeAppend(b *testing.B) {
-	s, m := narrowSchema()
-	d, err := NewDecoder(s, m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	as, err := ArrowSchema(s)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, as)
-	defer rb.Release()
-	payload := []byte(narrowEvent)
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		row, err := d.Decode(payload)
-		if err != nil {
-			b.Fatal(err)
-		}
-		AppendRow(rb, row)
-		if n++; n == 8192 {
-			rb.NewRecordBatch().Release()
-			n = 0
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-}
-
-// BenchmarkDecodeToParquet measures the whole decode -> Arrow -> Parquet
-// (zstd) path for the narrow event, in batches of 8192 rows, as an estimate
-// for the segment writer, whose own settings may differ.
-func BenchmarkDecodeToParquet(b *testing.B) {
-	s, m := narrowSchema()
-	d, err := NewDecoder(s, m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	as, err := ArrowSchema(s)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(as, io.Discard,
-		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)),
-		pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		b.Fatal(err)
-	}
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, as)
-	defer rb.Release()
-	payload := []byte(narrowEvent)
-	flush := func() {
-		rec := rb.NewRecordBatch()
-		defer rec.Release()
-		if err := w.WriteBuffered(rec); err != nil {
-			b.Fatal(err)
-		}
-	}
-	n := 0
-	for b.Loop() {
-		row, err := d.Decode(payload)
-		if err != nil {
-			b.Fatal(err)
-		}
-		AppendRow(rb, row)
-		if n++; n == 8192 {
-			flush()
-			n = 0
-		}
-	}
-	flush()
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
