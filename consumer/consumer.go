@@ -295,8 +295,9 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	}
 	opts = append(opts,
 		kafkaclient.Logger(log),
+		// The topic is added once recovery is done (below): a client
+		// with a group and a topic joins the group at once.
 		kgo.ConsumerGroup(ds.ConsumerGroup),
-		kgo.ConsumeTopics(ds.Topic),
 		kgo.ConsumeResetOffset(start),
 		// Only the records of committed transactions reach the table;
 		// the markers that end transactions are returned too, so that
@@ -335,6 +336,14 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	// looks with it, so that a topic recreated before its first look is
 	// seen too.
 	l.topicID = topicIDOf(ctx, cl, ds.Topic)
+	// Only now does the client join the group. A member that joined
+	// before its recovery and died in it (a crash, a failpoint) left a
+	// half-joined member behind: kfake arms no session timer for a member
+	// whose join response it could not deliver, and a stable group then
+	// kept that dead member and its partitions for good (watchdog.go).
+	// A member busy with its recovery would also hold up the group's
+	// rebalance for nothing.
+	cl.AddConsumeTopics(ds.Topic)
 	return l, nil
 }
 

@@ -196,14 +196,18 @@ func (d *watchdog) check(ctx context.Context) error {
 				unowned++
 			}
 		}
-		// A member that died can stay in the group's assignment: a group
-		// whose dead member is never expelled keeps its partitions "owned"
-		// for good (seen after a consumer crashed twice in a row during
-		// recovery: the new member got two partitions of four and nothing
-		// more). A partition of another member whose committed offset has
-		// not moved for a file's age plus the stall timeout while records
-		// wait has no live owner either; the rejoin that mend forces makes
-		// the group drop members that do not rejoin.
+		// A member that died can stay in the group's assignment: kfake
+		// arms no session timer for a member whose join response it could
+		// not deliver (the member died waiting in a rebalance), so when
+		// the leader's sync makes the group stable the dead member keeps
+		// its partitions for good (seen after a consumer crashed twice in
+		// a row during recovery: the new member got partitions [0,3] of
+		// four and never [1,2]). A stuck process that still heartbeats
+		// looks the same. A partition of another member whose committed
+		// offset has not moved for a file's age plus the stall timeout
+		// while records wait has no live owner either; the rejoin that
+		// mend forces (a leader's rejoin rebalances the group) drops
+		// members that do not rejoin.
 		unowned += d.deadOwned(ctx, ownedBy, mine, partitions)
 		d.l.c.m.unassigned.WithLabelValues(ds.Name).Set(float64(unowned))
 		if err := d.judge(StallUnassigned, unowned > 0, d.unassignedAfter,
