@@ -91,11 +91,11 @@ func must1(v float64, err error) float64 {
 }
 
 // TestBacklogPausesOnTheByteBudget runs everywhere: the volume is the
-// files in the WAL directory against a capacity of 4 MiB. With the timer
+// files in the WAL directory against a capacity of 8 MiB. With the timer
 // an hour apart, the byte budget's measurements pause the consumer before
 // the files pass the capacity.
 func TestBacklogPausesOnTheByteBudget(t *testing.T) {
-	const capacity = 4 << 20
+	const capacity = 8 << 20
 	var walDir string
 	e := startConsumer(t, func(c *Consumer) {
 		walDir = c.cfg.Ingestion.WAL.Dir
@@ -103,7 +103,7 @@ func TestBacklogPausesOnTheByteBudget(t *testing.T) {
 		c.volumeBytes = 64 << 10
 		c.measure = func(dir string) (float64, error) { return 100 * float64(dirBytes(dir)) / capacity, nil }
 	})
-	e.producePayloads(t, backlog(100_000)...) // about 11 MB of JSON
+	e.producePayloads(t, backlog(300_000)...) // about 32 MB of JSON, 10 MB as Parquet
 	waitFor(t, "paused", 60*time.Second, func() bool {
 		return testutil.ToFloat64(e.c.m.paused.WithLabelValues("clicks")) == 1
 	})
@@ -111,7 +111,7 @@ func TestBacklogPausesOnTheByteBudget(t *testing.T) {
 	if used := dirBytes(walDir); used >= capacity {
 		t.Errorf("the WAL directory holds %d bytes, past the volume's %d", used, capacity)
 	}
-	if got := e.consumed(); got >= 100_000 {
+	if got := e.consumed(); got >= 300_000 {
 		t.Errorf("consumed the whole backlog (%v records) although the volume passed its watermark", got)
 	}
 }
