@@ -34,6 +34,14 @@
 // rows, so the committer leaves it for the consumer's recovery to delete
 // (metric ingestor_committer_files_waiting_offset_commit).
 //
+// Table identity. Each segment records the table UUID, schema id and spec
+// id it was written for. A segment of the same table goes in described
+// with the schema and spec it was written for (valid by field id whatever
+// changed since); one written for a table since dropped and recreated
+// goes in only if each of its field ids names a column of the same name
+// now. Otherwise the dataset's appends stop, nothing of it is added, and
+// the check runs again at every pass (identity.go).
+//
 // Deletion order. Only after the append succeeded, the committer deletes
 // the ready file, then its marker, and fsyncs the directory. A crash in
 // between leaves either both files (the next pass finds the segment in the

@@ -48,8 +48,10 @@ type Consumer struct {
 	opts []kgo.Opt // extra client options, for tests
 	// measure returns the WAL volume's use in percent; statfs by default.
 	measure func(dir string) (float64, error)
-	// volumeEvery is the time between two measurements.
+	// volumeEvery is the time between two measurements; volumeBytes, when
+	// set, the byte budget between two (volumeBudgetBytes by default).
 	volumeEvery time.Duration
+	volumeBytes int64
 	// stallAfter is ingestion.stallTimeoutSeconds; unassignedAfter, when
 	// set, replaces the watchdog's two session timeouts (for tests).
 	stallAfter, unassignedAfter time.Duration
@@ -215,6 +217,16 @@ func (c *Consumer) Run(ctx context.Context) error {
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWatch()
 	go c.gate.watch(watchCtx, dir, c.measure, c.volumeEvery)
+
+	// Also after every budget of bytes taken in: a fast backlog must not
+	// pass the watermark between two ticks.
+	budget := &volumeBudget{g: c.gate, dir: dir, measure: c.measure, every: c.volumeBytes}
+	if budget.every <= 0 {
+		budget.every = volumeBudgetBytes(dir)
+	}
+	for _, l := range loops {
+		l.w.spend = budget.spend
+	}
 
 	c.loopsMu.Lock()
 	c.loops = loops

@@ -32,6 +32,15 @@
 // is fatal: Run returns it, the process exits and recovery runs at the next
 // start.
 //
+// Every segment is written for one state of the dataset's table (UUID,
+// schema, partition spec), recorded in its footer for the committer's
+// identity check. At start the consumer adds the columns of the create
+// block that the table lacks (tables.Evolve); while it runs, a table
+// watch (tableview.go) reloads the table every 10 s and after each
+// rotation, and a newer schema or spec is taken at the next rotation,
+// which rotates every open segment so that no file mixes two schemas. A
+// table recreated with other field ids is logged and not written for.
+//
 // Records are read with read-committed isolation: aborted transactions
 // never reach the WAL, and the markers that end transactions advance a
 // partition's committed offset without a row (control.go). A watchdog per

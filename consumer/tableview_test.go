@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/tables"
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -132,5 +133,63 @@ func TestConsumerTakesSchemaChangeAtNextRotation(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "table schema changed; new segments use it") {
 		t.Errorf("no log line of the change in:\n%s", logs.String())
+	}
+}
+
+// TestConsumerKeepsItsTableWhenRecreatedWithOtherFieldIDs: the table is
+// dropped and recreated with two columns' field ids swapped while the
+// consumer runs. It logs the recreation and goes on writing for the table
+// it had (the committer stops the appends until an operator acts), never
+// for the new one with its rows' values under the other ids.
+func TestConsumerKeepsItsTableWhenRecreatedWithOtherFieldIDs(t *testing.T) {
+	var logs itest.SyncBuffer
+	e := startConsumer(t, func(c *Consumer) {
+		c.tableEvery = 100 * time.Millisecond
+		c.log = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	e.produce(t, 0, 30)
+	waitFor(t, "30 records consumed", 20*time.Second, func() bool { return e.consumed() == 30 })
+	ctx := context.Background()
+	cat, err := tables.OpenCatalog(ctx, e.cfg.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.(catalog.Closer).Close()
+	ds := e.cfg.Datasets[0]
+	old, err := cat.LoadTable(ctx, table.Identifier(ds.TableIdent()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.DropTable(ctx, table.Identifier(ds.TableIdent())); err != nil {
+		t.Fatal(err)
+	}
+	cols := ds.Create.Columns
+	swapped := ds
+	c := *ds.Create
+	c.Columns = []config.Column{cols[1], cols[0], cols[2]}
+	swapped.Create = &c
+	recreated, err := tables.Load(ctx, cat, swapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the recreation logged", 20*time.Second, func() bool {
+		return strings.Contains(logs.String(), "the recreated table's columns carry other field ids")
+	})
+	produced := 30
+	for range 5 {
+		e.produce(t, produced, 10)
+		produced += 10
+		time.Sleep(300 * time.Millisecond)
+	}
+	waitFor(t, "every offset committed", 20*time.Second, func() bool { return e.committed(t) == int64(produced) })
+	for _, f := range readyFiles(t, e.cfg.Ingestion.WAL.Dir) {
+		id, _ := segmentSchema(t, f.Path)
+		if id.UUID != old.Metadata().TableUUID().String() {
+			t.Errorf("%s written for table %s, want the table the consumer had (%s), not the recreated %s",
+				f.Name, id.UUID, old.Metadata().TableUUID(), recreated.Metadata().TableUUID())
+		}
+	}
+	if !strings.Contains(logs.String(), `"msg":"table recreated: its UUID changed"`) {
+		t.Error("the recreation is not logged")
 	}
 }

@@ -66,12 +66,15 @@ type writer struct {
 	// rotated wakes the watch after a rotation (tableview.go).
 	view, next *tableView
 	rotated    chan struct{}
-	maxSize    int64
-	maxAge     time.Duration
-	maxOpen    int
-	now        func() time.Time
-	commit     commitFunc
-	drops      *dropLog
+	// spend, when set, counts each record's bytes against the WAL
+	// volume's byte budget (volumebudget.go).
+	spend   func(n int)
+	maxSize int64
+	maxAge  time.Duration
+	maxOpen int
+	now     func() time.Time
+	commit  commitFunc
+	drops   *dropLog
 	// deadLetter, when set, receives every dropped record; it must be
 	// durable before commit returns for the record's offset.
 	deadLetter func(partition int32, offset int64, reason string, err error, payload []byte)
@@ -200,6 +203,9 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 		return err
 	}
 	w.rowsWritten.Inc()
+	if w.spend != nil {
+		w.spend(len(payload))
+	}
 	if w.budget > 0 {
 		if err := w.keepBudgetLocked(ctx); err != nil {
 			return err

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"crypto/md5"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/google/uuid"
@@ -101,7 +103,12 @@ func upload(ctx context.Context, bb *blockblob.Client, r io.Reader, size int64) 
 	}
 	if size <= singlePutMax {
 		// One request; the SDK rewinds the section to retry it.
-		_, err := bb.Upload(ctx, streaming.NopCloser(io.NewSectionReader(ra, base, size)), nil)
+		sum, err := sectionMD5(ra, base, size)
+		if err != nil {
+			return err
+		}
+		_, err = bb.Upload(ctx, streaming.NopCloser(io.NewSectionReader(ra, base, size)),
+			&blockblob.UploadOptions{TransactionalValidation: sum})
 		return err
 	}
 	// Blocks are staged under IDs unique to this attempt and only the
@@ -117,8 +124,12 @@ func upload(ctx context.Context, bb *blockblob.Client, r io.Reader, size int64) 
 		off := int64(i) * blockSize
 		length := min(blockSize, size-off)
 		g.Go(func() error {
+			sum, err := sectionMD5(ra, base+off, length)
+			if err != nil {
+				return fmt.Errorf("stage block %d of %d: %w", i+1, n, err)
+			}
 			body := streaming.NopCloser(io.NewSectionReader(ra, base+off, length))
-			if _, err := bb.StageBlock(gctx, ids[i], body, nil); err != nil {
+			if _, err := bb.StageBlock(gctx, ids[i], body, &blockblob.StageBlockOptions{TransactionalValidation: sum}); err != nil {
 				return fmt.Errorf("stage block %d of %d: %w", i+1, n, err)
 			}
 			return nil
@@ -129,6 +140,26 @@ func upload(ctx context.Context, bb *blockblob.Client, r io.Reader, size int64) 
 	}
 	_, err = bb.CommitBlockList(ctx, ids, nil)
 	return err
+}
+
+// sectionMD5 is the MD5 of a section of ra, sent as the Content-MD5 of
+// the request that carries it: the storage service computes the MD5 of
+// what it received and refuses the request (400 Md5Mismatch, which the
+// uploader retries) when the two differ, so a body changed on its way (a
+// proxy, a NIC, a second read of the file that differs from the first)
+// is never stored. Azure checks Content-MD5 on Put Blob and Put Block, and
+// so does Azurite (Md5Mismatch; it checks x-ms-content-crc64 too,
+// Crc64Mismatch, measured with a proxy that flips a byte). MD5 rather
+// than azblob's CRC64 validation, which reads each body into memory
+// first (8 MiB a block, four at a time): the hash here is a streamed
+// first read of the section, and the upload reads it again from the page
+// cache.
+func sectionMD5(ra io.ReaderAt, off, n int64) (blob.TransferValidationTypeMD5, error) {
+	h := md5.New()
+	if _, err := io.Copy(h, io.NewSectionReader(ra, off, n)); err != nil {
+		return nil, fmt.Errorf("hash upload body: %w", err)
+	}
+	return h.Sum(nil), nil
 }
 
 // uploadStream uploads from a reader that cannot be read at offsets.
