@@ -38,7 +38,7 @@ func BenchmarkSegmentFile(b *testing.B) {
 				dir := b.TempDir()
 				mem := memory.NewGoAllocator()
 				now := time.Now()
-				files := 0
+				files, bytes := 0, int64(0)
 				cpu0, wall0 := processCPU(), time.Now()
 				for b.Loop() {
 					seg, err := openSegment(dir, "bench", 0, s.arrow, `{"1000":"tenant-000"}`, mem, now)
@@ -54,10 +54,12 @@ func BenchmarkSegmentFile(b *testing.B) {
 						b.Fatal(err)
 					}
 					files++
+					bytes += seg.cw.n
 				}
 				cpu, wall := processCPU()-cpu0, time.Since(wall0)
 				b.ReportMetric(float64(cpu.Microseconds())/float64(files), "cpu-µs/file")
 				b.ReportMetric(float64(wall.Microseconds())/float64(files), "wall-µs/file")
+				b.ReportMetric(float64(bytes)/float64(files), "bytes/file")
 			})
 		}
 	}

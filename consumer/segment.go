@@ -121,10 +121,32 @@ type segment struct {
 	roomy func() bool
 }
 
+// smallFileRows is the row count under which a file written in one row
+// group at rotation has no dictionaries: with a few hundred rows a
+// dictionary page saves little or nothing over zstd on the plain values
+// (the wide benchmark's 100-row files are 5 % smaller without), and it
+// costs a page and a zstd frame per column: a quarter of such a file's
+// CPU (BenchmarkSegmentFile).
+const smallFileRows = 1024
+
 // writerProps are the Parquet settings of every segment: zstd, statistics
 // on (the committer builds the table's column metrics from the footer).
-func writerProps(mem memory.Allocator) *parquet.WriterProperties {
-	return parquet.NewWriterProperties(
+//
+// small turns dictionaries off (smallFileRows). empty names columns
+// that hold no value in the whole file (a file
+// written in one row group at rotation): they are written without a
+// dictionary and uncompressed. Their chunk is a few bytes of definition
+// levels, and a dictionary page and two zstd frames for it were most of
+// what a small file of a sparse, wide table cost to write.
+func writerProps(mem memory.Allocator, small bool, empty ...string) *parquet.WriterProperties {
+	opts := make([]parquet.WriterProperty, 0, 8+2*len(empty))
+	if small {
+		opts = append(opts, parquet.WithDictionaryDefault(false))
+	}
+	for _, name := range empty {
+		opts = append(opts, parquet.WithDictionaryFor(name, false), parquet.WithCompressionFor(name, compress.Codecs.Uncompressed))
+	}
+	return parquet.NewWriterProperties(append(opts,
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(1),
 		parquet.WithStats(true),
@@ -136,7 +158,7 @@ func writerProps(mem memory.Allocator) *parquet.WriterProperties {
 		parquet.WithDictionaryPageSizeLimit(dictPageLimit),
 		parquet.WithMaxRowGroupLength(1<<20),
 		parquet.WithAllocator(mem),
-	)
+	)...)
 }
 
 // openSegment starts a segment for topic/partition. Nothing is on disk
@@ -172,15 +194,25 @@ func (s *segment) create() error {
 }
 
 // writer returns the segment's Parquet writer, making it on first use
-// with the partition values in the footer's key-value metadata.
-func (s *segment) writer() (*pqarrow.FileWriter, error) {
+// with the partition values in the footer's key-value metadata. only,
+// when set, is the file's one row group: columns it holds no value of
+// are written plainly (writerProps).
+func (s *segment) writer(only arrow.RecordBatch) (*pqarrow.FileWriter, error) {
 	if s.w != nil {
 		return s.w, nil
 	}
 	if err := s.create(); err != nil {
 		return nil, err
 	}
-	w, err := pqarrow.NewFileWriter(s.schema, s.cw, writerProps(s.mem), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	var empty []string
+	if only != nil && s.buf != nil { // a flat table: a column's path is its name
+		for i, col := range only.Columns() {
+			if col.NullN() == col.Len() {
+				empty = append(empty, s.schema.Field(i).Name)
+			}
+		}
+	}
+	w, err := pqarrow.NewFileWriter(s.schema, s.cw, writerProps(s.mem, only != nil && only.NumRows() < smallFileRows, empty...), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, fmt.Errorf("open segment writer %s: %w", s.name, err)
 	}
@@ -213,7 +245,7 @@ func (s *segment) append(row Row, offset int64, payloadBytes int) error {
 	s.pending++
 	s.pendingB += int64(payloadBytes)
 	if s.pending >= flushRows || s.pendingB >= flushBytes {
-		return s.write(true)
+		return s.write(true, false)
 	}
 	return nil
 }
@@ -244,7 +276,7 @@ func (s *segment) flush() error {
 		s.b.Unsize()
 		return nil
 	}
-	return s.write(false)
+	return s.write(false, false)
 }
 
 // inMemory is what flushing the segment would take out of memory: a flat
@@ -285,8 +317,9 @@ func (s *segment) batch(busy bool) (arrow.RecordBatch, error) {
 }
 
 // write writes the rows not yet in a row group as one row group; busy (a
-// full batch) presizes a nested table's builders for the next one.
-func (s *segment) write(busy bool) error {
+// full batch) presizes a nested table's builders for the next one, last
+// says no row group follows.
+func (s *segment) write(busy, last bool) error {
 	if s.pending == 0 {
 		return nil
 	}
@@ -296,7 +329,11 @@ func (s *segment) write(busy bool) error {
 	}
 	defer rec.Release()
 	s.pending, s.pendingB = 0, 0
-	w, err := s.writer()
+	var only arrow.RecordBatch
+	if last && s.w == nil {
+		only = rec
+	}
+	w, err := s.writer(only)
 	if err != nil {
 		return err
 	}
@@ -317,7 +354,7 @@ func (s *segment) size() int64 {
 // its ready_* name. The caller fsyncs the directory once for all segments
 // of the rotation before committing the offset.
 func (s *segment) finish() (walfile.Name, error) {
-	if err := s.write(false); err != nil {
+	if err := s.write(false, true); err != nil {
 		s.close()
 		return walfile.Name{}, err
 	}
@@ -332,7 +369,7 @@ func (s *segment) finish() (walfile.Name, error) {
 		}
 		s.sp = nil
 	}
-	w, err := s.writer() // a segment always has rows; this only guards
+	w, err := s.writer(nil) // a segment always has rows; this only guards
 	if err != nil {
 		s.close()
 		return walfile.Name{}, err
