@@ -41,11 +41,11 @@ import (
 // rollLocked finishes the segment of st under key alone, into a ready
 // file whose offset stays uncommitted until the partition rotates.
 func (w *writer) rollLocked(st *partState, key string, seg *segment) error {
-	size := seg.cw.n
 	ready, err := seg.finish()
 	if err != nil {
 		return err
 	}
+	size := seg.cw.n
 	delete(st.segs, key)
 	st.rolled = append(st.rolled, ready)
 	// A crash here, or at any point before the partition's next offset

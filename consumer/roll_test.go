@@ -128,6 +128,13 @@ func TestSizeRollsTheSegmentAlone(t *testing.T) {
 			smallRows = n
 		}
 	}
+	var bytes int64
+	for _, f := range readyFiles(t, w.dir) {
+		bytes += f.Size
+	}
+	if got := testutil.ToFloat64(w.m.bytesRotated.WithLabelValues("clicks")); got != float64(bytes) {
+		t.Errorf("bytes rotated = %v, want the ready files' %d", got, bytes)
+	}
 	if rows != next || smallRows != int64(small) {
 		t.Fatalf("files hold %d rows (the small tenant's file %d), want %d (%d)", rows, smallRows, next, small)
 	}

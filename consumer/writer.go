@@ -250,11 +250,11 @@ func (w *writer) finishAll(st *partState, trigger string) (int, error) {
 		finished []done
 	)
 	finish := func(key string, seg *segment) error {
-		size := seg.cw.n
 		ready, err := seg.finish()
 		if err != nil {
 			return err
 		}
+		size := seg.cw.n // the whole file: most segments have none before
 		mu.Lock()
 		finished = append(finished, done{key, size, ready})
 		mu.Unlock()
