@@ -132,12 +132,12 @@ const smallFileRows = 1024
 // writerProps are the Parquet settings of every segment: zstd, statistics
 // on (the committer builds the table's column metrics from the footer).
 //
-// small turns dictionaries off (smallFileRows). empty names columns
-// that hold no value in the whole file (a file
-// written in one row group at rotation): they are written without a
-// dictionary and uncompressed. Their chunk is a few bytes of definition
-// levels, and a dictionary page and two zstd frames for it were most of
-// what a small file of a sparse, wide table cost to write.
+// small turns dictionaries off (smallFileRows). empty names columns that
+// hold no value in the whole file (one written in a single row group at
+// rotation): they are written without a dictionary and uncompressed.
+// Their chunk is a few bytes of definition levels, and a dictionary page
+// and two zstd frames for it were most of what a small file of a sparse,
+// wide table cost to write.
 func writerProps(mem memory.Allocator, small bool, empty ...string) *parquet.WriterProperties {
 	opts := make([]parquet.WriterProperty, 0, 8+2*len(empty))
 	if small {
