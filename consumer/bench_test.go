@@ -123,7 +123,7 @@ type parquetSink struct {
 
 func (p *parquetSink) write(rec arrow.RecordBatch) {
 	if p.w == nil {
-		w, err := pqarrow.NewFileWriter(p.schema, io.Discard, writerProps(memory.DefaultAllocator), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+		w, err := pqarrow.NewFileWriter(p.schema, io.Discard, writerProps(memory.DefaultAllocator, false), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 		if err != nil {
 			p.b.Fatal(err)
 		}

@@ -9,8 +9,10 @@
 // at any instruction is repaired by the recovery that runs at every start
 // (recovery.go):
 //
-//  1. rows go into active_* files, which recovery always deletes: their
-//     offsets were never committed, so Kafka delivers the rows again;
+//  1. rows go into open segments, in memory or in active_* files (a
+//     segment's Parquet file, or its spill file of rows set aside for the
+//     memory budget), which recovery always deletes: their offsets were
+//     never committed, so Kafka delivers the rows again;
 //  2. rotation closes and fsyncs every segment of a Kafka partition, renames
 //     each to its ready_* name and fsyncs the directory;
 //  3. only then is the offset after the partition's last processed record
@@ -18,14 +20,22 @@
 //     Kafka has not committed: recovery deletes them, Kafka delivers the
 //     rows again, and no row is written twice.
 //
-// A segment buffers its rows until it writes them as a Parquet row group
-// (16,384 rows or 32 MB of JSON, or earlier for the memory budget): a flat
-// table's rows encoded compactly (rowBuffer), replayed into Arrow builders
-// for each row group (RowBuilder, which fills null columns lazily); a
-// table with nested columns straight into the builders. The memory budget
-// (writer.go) flushes the largest segments' rows, and when the live heap
-// still passes half of it, rotates the partitions with the most open
-// segments.
+// A segment that reaches the size limit while its Kafka partition holds
+// others rolls alone (roll.go): it becomes a ready file at once, but its
+// offsets are committed with the partition's next rotation, like those of
+// its neighbours, so step 3's rule covers it too.
+//
+// A flat table's segment holds its rows encoded compactly (rowBuffer) and
+// has no file and no Parquet writer until it holds a whole row group
+// (16,384 rows or 32 MB of JSON) or rotates: its rows are then replayed
+// into Arrow builders (RowBuilder, which fills null columns lazily) and
+// written. When the buffered rows pass a quarter of the memory budget,
+// the largest segments spill theirs, still encoded, to disk (spill.go),
+// so that what an open segment costs is in proportion to its rows, not
+// to its columns. A table with nested columns buffers its rows in Arrow
+// builders, and the budget writes them out as row groups. When the live
+// heap still passes half of the budget, the partitions with the most open
+// segments rotate (writer.go).
 //
 // A record that cannot be decoded is dropped and counted by reason; its
 // offset still advances with the partition. An error while writing the WAL

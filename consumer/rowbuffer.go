@@ -3,6 +3,7 @@ package consumer
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 
@@ -184,24 +185,50 @@ func (r *rowBuffer) Len() int { return r.rows }
 // replay appends the buffered rows to rb, typed, without boxing a value.
 func (r *rowBuffer) replay(rb *RowBuilder) {
 	for ci, c := range r.chunks {
+		replayEncoded(rb, r.kinds, c[:r.used[ci]])
+	}
+}
+
+// writeBlocks writes the buffered rows to w as blocks, one a chunk: the
+// chunk's length as a uvarint, then its bytes. A row never spans two
+// chunks, so each block replays alone (replayEncoded).
+func (r *rowBuffer) writeBlocks(w io.Writer) (int64, error) {
+	var n int64
+	var hdr [binary.MaxVarintLen64]byte
+	for ci, c := range r.chunks {
 		p := c[:r.used[ci]]
-		for len(p) > 0 {
-			for {
-				col, n := binary.Uvarint(p)
-				p = p[n:]
-				if col == 0 {
-					break
-				}
-				i := int(col - 1)
-				fb := rb.fields[i]
-				if gap := rb.rows - rb.filled[i]; gap > 0 {
-					fb.AppendNulls(gap)
-				}
-				p = appendEncoded(fb, r.kinds[i], p)
-				rb.filled[i] = rb.rows + 1
-			}
-			rb.rows++
+		m, err := w.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(p)))])
+		n += int64(m)
+		if err != nil {
+			return n, err
 		}
+		m, err = w.Write(p)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// replayEncoded appends the whole rows encoded in p to rb.
+func replayEncoded(rb *RowBuilder, kinds []colKind, p []byte) {
+	for len(p) > 0 {
+		for {
+			col, n := binary.Uvarint(p)
+			p = p[n:]
+			if col == 0 {
+				break
+			}
+			i := int(col - 1)
+			fb := rb.fields[i]
+			if gap := rb.rows - rb.filled[i]; gap > 0 {
+				fb.AppendNulls(gap)
+			}
+			p = appendEncoded(fb, kinds[i], p)
+			rb.filled[i] = rb.rows + 1
+		}
+		rb.rows++
 	}
 }
 

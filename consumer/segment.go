@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/google/uuid"
 
@@ -75,25 +77,35 @@ func (w *countingWriter) buffered(fn func() error) error {
 	return err
 }
 
-// segment is one open active_* Parquet file holding the rows of one Kafka
-// partition for one Iceberg partition.
+// segment holds the rows of one Kafka partition for one Iceberg
+// partition until rotation makes them a ready_* Parquet file.
+//
+// A flat table's segment keeps its rows encoded (rowBuffer) and, when the
+// memory budget asks, sets them aside on disk (spill); it has no file and
+// no Parquet writer until it holds a whole row group (flushRows rows or
+// flushBytes of JSON) or rotates. Only then is its active_* Parquet file
+// created and its writer made, and the writer is kept until rotation:
+// segments busy enough to fill row groups are few, and a writer costs
+// them little beside their rows. A table with nested columns buffers its
+// rows in Arrow builders, and the budget writes them out as row groups.
 type segment struct {
-	name     walfile.Name
+	name     walfile.Name // the active_* name of the Parquet file; its UUID names the ready file
 	dir      string
 	opened   time.Time
 	first    int64 // first Kafka offset written
 	last     int64 // last Kafka offset written
 	rows     int64
-	pending  int   // rows in the builder, not yet in a row group
+	pending  int   // rows not yet in a row group (in memory or spilled)
 	pendingB int64 // payload bytes of those rows
 
-	f  *os.File
+	f  *os.File // nil until the first row group
 	cw *countingWriter
 	w  *pqarrow.FileWriter // nil until the first row group
 	// The buffered rows: encoded in buf for a flat table, else in b's
 	// Arrow builders.
 	buf *rowBuffer
 	b   *RowBuilder
+	sp  *spill // a flat table's rows set aside for the budget; nil until the first spill
 
 	schema        *arrow.Schema
 	partitionJSON string
@@ -106,26 +118,41 @@ type segment struct {
 	roomy func() bool
 }
 
+// smallFileRows is the row count under which a file written in one row
+// group at rotation has no dictionaries: with a few hundred rows a
+// dictionary page saves little or nothing over zstd on the plain values
+// (the wide benchmark's 100-row files are 5 % smaller without), and it
+// costs a page and a zstd frame per column: a quarter of such a file's
+// CPU (BenchmarkSegmentFile).
+const smallFileRows = 1024
+
 // writerProps are the Parquet settings of every segment, shared with the
 // maintainer's compacted files (parquetfmt.WriterProperties).
-func writerProps(mem memory.Allocator) *parquet.WriterProperties {
-	return parquetfmt.WriterProperties(mem)
+//
+// small turns dictionaries off (smallFileRows). empty names columns that
+// hold no value in the whole file (one written in a single row group at
+// rotation): they are written without a dictionary and uncompressed.
+// Their chunk is a few bytes of definition levels, and a dictionary page
+// and two zstd frames for it were most of what a small file of a sparse,
+// wide table cost to write.
+func writerProps(mem memory.Allocator, small bool, empty ...string) *parquet.WriterProperties {
+	opts := make([]parquet.WriterProperty, 0, 1+2*len(empty))
+	if small {
+		opts = append(opts, parquet.WithDictionaryDefault(false))
+	}
+	for _, name := range empty {
+		opts = append(opts, parquet.WithDictionaryFor(name, false), parquet.WithCompressionFor(name, compress.Codecs.Uncompressed))
+	}
+	return parquetfmt.WriterProperties(mem, opts...)
 }
 
-// openSegment creates a new active_* file for topic/partition. Its Parquet
-// writer, which holds the schema and the footer of every column (a few
-// hundred kilobytes for 200 columns), is made when the first row group is
-// written: a segment that only buffers rows costs its Arrow builders.
+// openSegment starts a segment for topic/partition. Nothing is on disk
+// yet: its active_* file is created with its first row group.
 func openSegment(dir, topic string, partition int32, schema *arrow.Schema, partitionJSON string, mem memory.Allocator, now time.Time) (*segment, error) {
 	n := walfile.Name{State: walfile.Active, Topic: topic, Partition: partition, UUID: uuid.New()}
-	path := filepath.Join(dir, n.String())
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open segment %s: %w", n, err)
-	}
 	seg := &segment{
 		name: n, dir: dir, opened: now, first: -1, last: -1,
-		f: f, cw: &countingWriter{f: f},
+		cw:     &countingWriter{},
 		schema: schema, partitionJSON: partitionJSON, mem: mem,
 	}
 	if kinds, flat := flatKinds(schema); flat {
@@ -136,13 +163,41 @@ func openSegment(dir, topic string, partition int32, schema *arrow.Schema, parti
 	return seg, nil
 }
 
+// create creates the segment's active_* file. A crash from here until
+// the rename to ready_* leaves an active file, which recovery deletes:
+// its rows' offsets were never committed, Kafka delivers them again.
+func (s *segment) create() error {
+	if s.f != nil {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, s.name.String()), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("open segment %s: %w", s.name, err)
+	}
+	s.f, s.cw.f = f, f
+	return nil
+}
+
 // writer returns the segment's Parquet writer, making it on first use
-// with the partition values in the footer's key-value metadata.
-func (s *segment) writer() (*pqarrow.FileWriter, error) {
+// with the partition values in the footer's key-value metadata. only,
+// when set, is the file's one row group: columns it holds no value of
+// are written plainly (writerProps).
+func (s *segment) writer(only arrow.RecordBatch) (*pqarrow.FileWriter, error) {
 	if s.w != nil {
 		return s.w, nil
 	}
-	w, err := pqarrow.NewFileWriter(s.schema, s.cw, writerProps(s.mem), parquetfmt.ArrowWriterProperties())
+	if err := s.create(); err != nil {
+		return nil, err
+	}
+	var empty []string
+	if only != nil && s.buf != nil { // a flat table: a column's path is its name
+		for i, col := range only.Columns() {
+			if col.NullN() == col.Len() {
+				empty = append(empty, s.schema.Field(i).Name)
+			}
+		}
+	}
+	w, err := pqarrow.NewFileWriter(s.schema, s.cw, writerProps(s.mem, only != nil && only.NumRows() < smallFileRows, empty...), parquetfmt.ArrowWriterProperties())
 	if err != nil {
 		return nil, fmt.Errorf("open segment writer %s: %w", s.name, err)
 	}
@@ -175,54 +230,95 @@ func (s *segment) append(row Row, offset int64, payloadBytes int) error {
 	s.pending++
 	s.pendingB += int64(payloadBytes)
 	if s.pending >= flushRows || s.pendingB >= flushBytes {
-		return s.write(true)
+		return s.write(true, false)
 	}
 	return nil
 }
 
-// flush writes the buffered rows as one row group and gives back any room
+// flush takes the buffered rows out of memory for the budget: a flat
+// table's are spilled, still encoded, to the segment's spill file; a
+// nested table's are written as a row group. It also gives back any room
 // reserved for the next batch.
 func (s *segment) flush() error {
-	if s.pending == 0 {
-		if s.b != nil {
-			s.b.Unsize()
+	if s.buf != nil {
+		if s.buf.Len() == 0 {
+			return nil
 		}
+		if s.sp == nil {
+			sp, err := createSpill(s.dir, s.name.Topic, s.name.Partition)
+			if err != nil {
+				return err
+			}
+			s.sp = sp
+		}
+		if err := s.sp.write(s.buf); err != nil {
+			return err
+		}
+		s.buf.reset()
 		return nil
 	}
-	return s.write(false)
+	if s.pending == 0 {
+		s.b.Unsize()
+		return nil
+	}
+	return s.write(false, false)
+}
+
+// inMemory is what flushing the segment would take out of memory: a flat
+// table's encoded rows, a nested table's JSON bytes buffered (its Arrow
+// size is about proportional).
+func (s *segment) inMemory() int64 {
+	if s.buf != nil {
+		return s.buf.held
+	}
+	return s.pendingB
 }
 
 // presized reports whether the segment holds room reserved for its next
 // batch and no rows.
 func (s *segment) presized() bool { return s.b != nil && s.b.Presized() }
 
-// batch returns the buffered rows as a record batch, and empties the
-// buffer. Encoded rows are replayed into builders made for the batch.
-func (s *segment) batch(busy bool) arrow.RecordBatch {
+// batch returns the rows not yet in a row group as a record batch, and
+// empties the buffer. Encoded rows, the spilled ones first, are replayed
+// into builders made for the batch.
+func (s *segment) batch(busy bool) (arrow.RecordBatch, error) {
 	if s.buf != nil {
 		rb := NewRowBuilder(s.mem, s.schema)
 		defer rb.Release()
+		if s.sp != nil {
+			if err := s.sp.replay(rb, s.buf.kinds); err != nil {
+				return nil, err
+			}
+		}
 		s.buf.replay(rb)
 		s.buf.reset()
-		return rb.NewRecordBatch()
+		return rb.NewRecordBatch(), nil
 	}
 	rec := s.b.NewRecordBatch()
 	if busy && (s.roomy == nil || s.roomy()) {
 		s.b.Presize(rec)
 	}
-	return rec
+	return rec, nil
 }
 
-// write writes the buffered rows as one row group; busy (a full batch)
-// presizes the builders for the next one.
-func (s *segment) write(busy bool) error {
+// write writes the rows not yet in a row group as one row group; busy (a
+// full batch) presizes a nested table's builders for the next one, last
+// says no row group follows.
+func (s *segment) write(busy, last bool) error {
 	if s.pending == 0 {
 		return nil
 	}
-	rec := s.batch(busy)
+	rec, err := s.batch(busy)
+	if err != nil {
+		return err
+	}
 	defer rec.Release()
 	s.pending, s.pendingB = 0, 0
-	w, err := s.writer()
+	var only arrow.RecordBatch
+	if last && s.w == nil {
+		only = rec
+	}
+	w, err := s.writer(only)
 	if err != nil {
 		return err
 	}
@@ -243,13 +339,24 @@ func (s *segment) size() int64 {
 // its ready_* name. The caller fsyncs the directory once for all segments
 // of the rotation before committing the offset.
 func (s *segment) finish() (walfile.Name, error) {
-	if err := s.flush(); err != nil {
+	if err := s.write(false, true); err != nil {
+		s.close()
 		return walfile.Name{}, err
 	}
 	s.release()
-	w, err := s.writer() // a segment always has rows; this only guards
+	// Every row is in the Parquet file now: the spill file goes. A crash
+	// from here to the rename leaves the active Parquet file, which
+	// recovery deletes, as it would the spill file.
+	if s.sp != nil {
+		if err := s.sp.remove(); err != nil {
+			s.close()
+			return walfile.Name{}, err
+		}
+		s.sp = nil
+	}
+	w, err := s.writer(nil) // a segment always has rows; this only guards
 	if err != nil {
-		s.f.Close()
+		s.close()
 		return walfile.Name{}, err
 	}
 	if err := s.cw.buffered(w.Close); err != nil {
@@ -281,6 +388,17 @@ func (s *segment) finish() (walfile.Name, error) {
 	return ready, nil
 }
 
+// close closes the Parquet file and the spill file after an error, which
+// is fatal: the next start's recovery deletes both active files.
+func (s *segment) close() {
+	if s.f != nil {
+		s.f.Close()
+	}
+	if s.sp != nil {
+		s.sp.f.Close()
+	}
+}
+
 // release frees the buffered rows' memory.
 func (s *segment) release() {
 	if s.buf != nil {
@@ -294,9 +412,16 @@ func (s *segment) release() {
 // rows will be delivered again by Kafka (a lost partition).
 func (s *segment) discard() error {
 	s.release()
+	var errs []error
+	if s.sp != nil {
+		errs = append(errs, s.sp.remove())
+	}
 	if s.w != nil {
 		s.w.Close()
 	}
-	s.f.Close()
-	return walfile.Remove(filepath.Join(s.dir, s.name.String()))
+	if s.f != nil {
+		s.f.Close()
+		errs = append(errs, walfile.Remove(filepath.Join(s.dir, s.name.String())))
+	}
+	return errors.Join(errs...)
 }

@@ -56,7 +56,7 @@ func TestBacklogCannotOverrunTheWatermark(t *testing.T) {
 		c.volumeEvery = time.Hour
 	})
 	e.producePayloads(t, backlog(300_000)...) // about 32 MB of JSON, 10 MB as Parquet
-	paused := func() bool { return testutil.ToFloat64(e.c.m.paused.WithLabelValues("clicks")) == 1 }
+	paused := func() bool { return testutil.ToFloat64(e.c.m.paused.WithLabelValues("clicks", "disk")) == 1 }
 	deadline := time.Now().Add(60 * time.Second)
 	for !paused() {
 		select {
@@ -105,7 +105,7 @@ func TestBacklogPausesOnTheByteBudget(t *testing.T) {
 	})
 	e.producePayloads(t, backlog(300_000)...) // about 32 MB of JSON, 10 MB as Parquet
 	waitFor(t, "paused", 60*time.Second, func() bool {
-		return testutil.ToFloat64(e.c.m.paused.WithLabelValues("clicks")) == 1
+		return testutil.ToFloat64(e.c.m.paused.WithLabelValues("clicks", "disk")) == 1
 	})
 	time.Sleep(time.Second)
 	if used := dirBytes(walDir); used >= capacity {

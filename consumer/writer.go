@@ -106,6 +106,9 @@ type partState struct {
 	committed int64
 	// since is when the first record not yet covered by a commit arrived.
 	since time.Time
+	// rolled are the ready files of segments that reached the size limit
+	// alone since the last commit, waiting for it (roll.go).
+	rolled []walfile.Name
 }
 
 func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *iceberg.PartitionSpec, log *slog.Logger, m *metrics, mem *budgetAllocator, commit commitFunc) (*writer, error) {
@@ -213,6 +216,9 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 	}
 
 	switch {
+	case seg.size() >= w.maxSize && len(st.segs) > 1:
+		// The neighbours keep their files open to their own age (roll.go).
+		return w.rollLocked(st, string(w.key), seg)
 	case seg.size() >= w.maxSize:
 		return w.rotateLocked(ctx, []int32{partition}, TriggerSize)
 	case len(st.segs) > w.maxOpen:
@@ -263,11 +269,11 @@ func (w *writer) finishAll(st *partState, trigger string) (int, error) {
 		finished []done
 	)
 	finish := func(key string, seg *segment) error {
-		size := seg.cw.n
 		ready, err := seg.finish()
 		if err != nil {
 			return err
 		}
+		size := seg.cw.n // the whole file: most segments have none before
 		mu.Lock()
 		finished = append(finished, done{key, size, ready})
 		mu.Unlock()
@@ -352,7 +358,7 @@ func (w *writer) rotateLocked(ctx context.Context, partitions []int32, trigger s
 			why = TriggerSchema
 		}
 		n, err := w.finishAll(st, why)
-		renamed += n
+		renamed += n + len(st.rolled) // the rolled files' renames want the same fsync
 		if err != nil {
 			return err
 		}
@@ -386,6 +392,7 @@ func (w *writer) rotateLocked(ctx context.Context, partitions []int32, trigger s
 		st := w.parts[p]
 		st.committed = off
 		st.since = time.Time{}
+		st.rolled = nil
 	}
 	return nil
 }
@@ -406,6 +413,7 @@ func (w *writer) discard(partitions []int32) error {
 			errs = append(errs, seg.discard())
 			w.m.segmentsOpen.WithLabelValues(w.ds.Name).Dec()
 		}
+		errs = append(errs, w.dropRolled(st))
 		delete(w.parts, p)
 	}
 	return errors.Join(errs...)
@@ -451,24 +459,32 @@ func (d *dropLog) note(topic string, partition int32, offset int64, reason strin
 }
 
 // The memory budget (ingestion.wal.memoryBudgetBytes) is kept in two
-// steps. The rows buffered in Arrow builders are counted exactly (mem):
-// above flushMark of the budget, the largest buffered segments are
-// written out as row groups. What the open segments cost besides their
-// rows (builders, Parquet writers, the footer of every row group: about
-// 70 KB per open 200-column segment, 400 KB once it has a row group) is
+// steps. The rows buffered in memory (encoded rows, Arrow builders) are
+// counted exactly (mem): above flushMark of the budget, the largest
+// buffered segments take their rows out of memory, a flat table's spilled
+// encoded to disk, a nested table's written as row groups. A flat table's
+// open segment then costs little besides its rows: no file, writer or
+// footer until it has a whole row group. What open segments still cost
+// besides their rows (a nested table's builders and writers, the writers
+// of segments past their first row group, the segments' own structs) is
 // seen in the live heap, which the collector measures: when it stays
 // above shedMark of the budget, the Kafka partition with the most open
 // segments rotates (TriggerMemory), which frees all of them.
 const (
-	flushMark = 1.0 / 4  // of the budget: Arrow rows above it are flushed
+	flushMark = 1.0 / 4  // of the budget: buffered rows above it are flushed
 	flushTo   = 3.0 / 16 // down to this
 	shedMark  = 1.0 / 2  // of the budget: live heap above it sheds segments
-	// A segment is flushed for memory only once it buffers 4 KiB of JSON
-	// per column (64 KiB at least): each row group adds about 0.85 KB of
-	// footer per column, held until the file closes, so a row group of a
-	// few rows costs more than its rows free.
+	// A nested table's segment is flushed for memory only once it buffers
+	// 4 KiB of JSON per column (64 KiB at least): each row group adds
+	// about 0.85 KB of footer per column, held until the file closes, so a
+	// row group of a few rows costs more than its rows free.
 	minFlushPerColumn = 4 << 10
 	minFlushBytes     = 64 << 10
+	// A flat table's segment spills its encoded rows once they hold
+	// 16 KiB: a spill adds nothing to memory, so even small segments may
+	// go (1,600 open segments of 100 wide rows each are 200 MB), and each
+	// spill stays one write of a few whole chunks.
+	minSpillBytes = 16 << 10
 	// heapCheckEvery is how often the live heap is compared with the budget.
 	heapCheckEvery = 100 * time.Millisecond
 )
@@ -514,23 +530,24 @@ func (w *writer) flushLargestLocked() (bool, error) {
 	var segs []*segment
 	for _, st := range w.parts {
 		for _, seg := range st.segs {
-			if seg.pendingB >= w.minFlush || (seg.pending == 0 && seg.presized()) {
+			if seg.buf != nil && seg.buf.held >= minSpillBytes ||
+				seg.buf == nil && (seg.pendingB >= w.minFlush || (seg.pending == 0 && seg.presized())) {
 				segs = append(segs, seg)
 			}
 		}
 	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].pendingB > segs[j].pendingB })
+	sort.Slice(segs, func(i, j int) bool { return segs[i].inMemory() > segs[j].inMemory() })
 	target := int64(flushTo * float64(w.budget))
 	flushed := false
 	for _, seg := range segs {
 		if w.mem.Current() <= target {
 			break
 		}
-		rows := seg.pending
+		held := seg.inMemory()
 		if err := seg.flush(); err != nil {
 			return flushed, err
 		}
-		if rows > 0 {
+		if held > 0 && seg.inMemory() < held {
 			flushed = true
 			w.m.budgetFlushes.WithLabelValues(w.ds.Name).Inc()
 		}

@@ -66,6 +66,10 @@ func TestFailpoints(t *testing.T) {
 				o.upkeep = true
 			case failpoint.MaintainerAfterCompact:
 				o.upkeep, o.compactionFanIn = true, 2 // a merge at every pass
+			case failpoint.ConsumerAfterRoll:
+				// Segments roll alone only at the size limit while their
+				// partition's window is still open: small files, a long age.
+				o.maxFileSizeBytes, o.maxFileAgeMinutes = 2<<10, 0.2
 			}
 			in := w.newInstance("fp-"+name, o)
 			defer in.dumpLogs()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icewal/ingestor/internal/devenv"
 	"github.com/icewal/ingestor/shared/config"
@@ -529,15 +530,31 @@ func (b *runner) result(sc *score, procs *tree, t0 time.Time, consumed, produced
 	}
 	sizes := make([]int64, len(sc.files))
 	rows := make([]int64, len(sc.files))
-	var first, others []int64
+	var first, others, neighbours, apart []int64
+	// The generator's producer places a keyed record as Kafka clients do
+	// (murmur2 of the key): the same partitioner tells which tenants
+	// share the first one's Kafka partition.
+	kpart := kgo.StickyKeyPartitioner(nil).ForTopic(topic)
+	partOf := func(tenant string) int {
+		return kpart.Partition(&kgo.Record{Key: []byte(tenant)}, int(b.o.Partitions))
+	}
 	for i, f := range sc.files {
 		sizes[i], rows[i] = f.size, f.rows
-		if f.tenant == b.ten.Name(0) {
+		switch {
+		case f.tenant == b.ten.Name(0):
 			first = append(first, f.size)
-		} else {
+		case b.o.KafkaKey != KeyTenant:
 			others = append(others, f.size)
+		case partOf(f.tenant) == partOf(b.ten.Name(0)):
+			others, neighbours = append(others, f.size), append(neighbours, f.size)
+		default:
+			others, apart = append(others, f.size), append(apart, f.size)
 		}
 	}
+	slices.Sort(neighbours)
+	slices.Sort(apart)
+	r.NeighbourTenantsFileSizeP50Bytes = quantile(neighbours, 0.5)
+	r.ApartTenantsFileSizeP50Bytes = quantile(apart, 0.5)
 	slices.Sort(sizes)
 	slices.Sort(rows)
 	slices.Sort(first)

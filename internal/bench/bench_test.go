@@ -110,6 +110,14 @@ func TestBenchSmoke(t *testing.T) {
 			if r.Files < 1 || r.Commits < 1 || r.FileSizeP50Bytes <= 0 {
 				t.Errorf("files %d, commits %d, file size p50 %d", r.Files, r.Commits, r.FileSizeP50Bytes)
 			}
+			// Keyed by tenant, the 16 tenants split between tenant-000's
+			// Kafka partition and the others; keyed by event, every tenant
+			// is in every partition and the split means nothing.
+			neighbours, apart := r.NeighbourTenantsFileSizeP50Bytes, r.ApartTenantsFileSizeP50Bytes
+			if c.kafkaKey == KeyTenant && (neighbours <= 0 || apart <= 0) ||
+				c.kafkaKey == KeyEvent && (neighbours != 0 || apart != 0) {
+				t.Errorf("keyed by %s: neighbours' file p50 %d, apart %d", c.kafkaKey, neighbours, apart)
+			}
 			var byRole float64
 			for _, role := range []string{roleSupervisor, roleConsumer, roleUploader, roleCommitter} {
 				if r.PeakRSSBytes[role] < 1<<20 {

@@ -143,10 +143,15 @@ type Result struct {
 	RowsPerFileP50   int64            `json:"rows_per_file_p50"`
 	// The files of the first tenant, the one that carries a quarter of
 	// the events under skewed keys, and those of the others.
-	FirstTenantFileSizeP50Bytes  int64   `json:"first_tenant_file_size_p50_bytes"`
-	OtherTenantsFileSizeP50Bytes int64   `json:"other_tenants_file_size_p50_bytes"`
-	Commits                      int     `json:"commits"`
-	FilesPerCommit               float64 `json:"files_per_commit"`
+	FirstTenantFileSizeP50Bytes  int64 `json:"first_tenant_file_size_p50_bytes"`
+	OtherTenantsFileSizeP50Bytes int64 `json:"other_tenants_file_size_p50_bytes"`
+	// With the tenant as the Kafka key, the other tenants split in two:
+	// the neighbours, whose records share the first tenant's Kafka
+	// partition (and so its rotations), and the rest.
+	NeighbourTenantsFileSizeP50Bytes int64   `json:"neighbour_tenants_file_size_p50_bytes,omitempty"`
+	ApartTenantsFileSizeP50Bytes     int64   `json:"apart_tenants_file_size_p50_bytes,omitempty"`
+	Commits                          int     `json:"commits"`
+	FilesPerCommit                   float64 `json:"files_per_commit"`
 	// RotationsByTrigger counts the segments rotated before the stop, by
 	// trigger (size, age, open_segments); the stop rotates the rest.
 	RotationsByTrigger map[string]int `json:"rotations_by_trigger"`

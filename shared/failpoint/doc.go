@@ -44,6 +44,8 @@
 // (consumer/rejoin.go):
 //
 //	consumer.before-rename      a segment is closed and fsynced, not yet renamed to ready_
+//	consumer.after-roll         a segment at the size limit is ready alone (consumer/roll.go), its
+//	                            partition's offset not committed until the partition rotates
 //	consumer.before-dir-sync    the rotation's renames are done, the directory not yet fsynced
 //	consumer.after-rename       the renames are durable, the offset not yet committed
 //	consumer.after-commit       the offset commit landed, the writer's state not yet updated

@@ -23,6 +23,7 @@ const ExitCode = 77
 // tells where each one is.
 const (
 	ConsumerBeforeRename    = "consumer.before-rename"
+	ConsumerAfterRoll       = "consumer.after-roll"
 	ConsumerBeforeDirSync   = "consumer.before-dir-sync"
 	ConsumerAfterRename     = "consumer.after-rename"
 	ConsumerAfterCommit     = "consumer.after-commit"
@@ -44,7 +45,7 @@ const (
 // Names returns every failpoint name, in record-path order.
 func Names() []string {
 	return []string{
-		ConsumerBeforeRename, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery, ConsumerGenerationLost,
+		ConsumerBeforeRename, ConsumerAfterRoll, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery, ConsumerGenerationLost,
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker, QuarantineBeforeNote,
 		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset,
 		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,

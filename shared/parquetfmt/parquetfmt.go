@@ -30,16 +30,17 @@ const (
 // WriterProperties are the Parquet settings of a data file: zstd,
 // statistics on (the committer and iceberg-go build the table's column
 // metrics from the footer), the dictionary fallback above, memory from
-// mem.
-func WriterProperties(mem memory.Allocator) *parquet.WriterProperties {
-	return parquet.NewWriterProperties(
+// mem. extra come first, so they can only set what these leave open
+// (per-column dictionary and codec choices, the dictionary default).
+func WriterProperties(mem memory.Allocator, extra ...parquet.WriterProperty) *parquet.WriterProperties {
+	return parquet.NewWriterProperties(append(extra,
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithCompressionLevel(CompressionLevel),
 		parquet.WithStats(true),
 		parquet.WithDictionaryPageSizeLimit(DictPageLimit),
 		parquet.WithMaxRowGroupLength(MaxRowGroupLength),
 		parquet.WithAllocator(mem),
-	)
+	)...)
 }
 
 // ArrowWriterProperties are the Arrow-side settings of a data file: the
