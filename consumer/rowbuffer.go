@@ -108,7 +108,7 @@ func newRowBuffer(mem memory.Allocator, kinds []colKind) *rowBuffer {
 }
 
 // append encodes one decoded row. A value of the wrong Go type for its
-// column is a programming error and panics, as with AppendRow.
+// column is a programming error and panics.
 func (r *rowBuffer) append(row Row) {
 	if len(row) != len(r.kinds) {
 		panic(fmt.Sprintf("consumer: rowBuffer: row has %d values, schema has %d columns", len(row), len(r.kinds)))

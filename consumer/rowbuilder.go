@@ -15,7 +15,8 @@ import (
 // and the nulls a column owes are appended in one AppendNulls call when
 // the column next gets a value, or when the batch is built. Wide, sparse
 // rows (200 columns of which 40 are set) then cost 40 builder calls
-// instead of 200. The record batches are the same as AppendRow's.
+// instead of 200. The record batches are the same as those of a plain
+// RecordBuilder given every value, nulls included (the tests check it).
 type RowBuilder struct {
 	b      *array.RecordBuilder
 	fields []array.Builder
@@ -32,7 +33,7 @@ func NewRowBuilder(mem memory.Allocator, schema *arrow.Schema) *RowBuilder {
 }
 
 // Append adds one decoded row. A row that does not match the schema is a
-// programming error and panics, as with AppendRow.
+// programming error and panics.
 func (rb *RowBuilder) Append(row Row) {
 	if len(row) != len(rb.fields) {
 		panic(fmt.Sprintf("consumer: RowBuilder: row has %d values, builder has %d fields", len(row), len(rb.fields)))

@@ -11,9 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 )
 
 // chartDir is the Helm chart, relative to this package.
@@ -101,34 +99,7 @@ func renderedObjects(t *testing.T, docs map[string][]byte) []manifest {
 // release (the one secret.create: false expects).
 func chartLayout(t *testing.T, name string, objs []manifest, existing ...*corev1.Secret) *layout {
 	t.Helper()
-	l := &layout{name: "chart " + name, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
-	for _, s := range existing {
-		l.secrets[s.Name] = s
-	}
-	for _, m := range objs {
-		switch o := m.obj.(type) {
-		case *appsv1.StatefulSet:
-			if l.statefulSet != nil {
-				t.Errorf("chart %s: second StatefulSet in %s", name, m)
-			}
-			l.statefulSet = o
-		case *corev1.Service:
-			if l.service != nil {
-				t.Errorf("chart %s: second Service in %s", name, m)
-			}
-			l.service = o
-		case *corev1.ConfigMap:
-			l.configMaps[o.Name] = o
-		case *corev1.Secret:
-			l.secrets[o.Name] = o
-		case *policyv1.PodDisruptionBudget:
-			l.pdb = o
-		}
-	}
-	if l.statefulSet == nil || l.service == nil || l.pdb == nil {
-		t.Fatalf("chart %s: want a StatefulSet, a Service and a PodDisruptionBudget, got %v", name, objs)
-	}
-	return l
+	return collectLayout(t, "chart "+name, objs, existing...)
 }
 
 // exampleSecret is the Secret of deploy/kubernetes/common/secret.example.yaml,

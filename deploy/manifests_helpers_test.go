@@ -234,19 +234,30 @@ var secretExample = filepath.Join(kubernetesDir, "common", "secret.example.yaml"
 
 func loadLayout(t *testing.T, name string) *layout {
 	t.Helper()
-	l := &layout{name: name, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
 	objs := loadKustomization(t, filepath.Join(kubernetesDir, name))
 	objs = append(objs, loadFile(t, secretExample)...)
+	return collectLayout(t, "layout "+name, objs)
+}
+
+// collectLayout sorts the objects of one layout (the plain manifests' or
+// the chart's) into what checkLayout looks at; existing are Secrets that
+// exist beside them.
+func collectLayout(t *testing.T, name string, objs []manifest, existing ...*corev1.Secret) *layout {
+	t.Helper()
+	l := &layout{name: name, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}}
+	for _, s := range existing {
+		l.secrets[s.Name] = s
+	}
 	for _, m := range objs {
 		switch o := m.obj.(type) {
 		case *appsv1.StatefulSet:
 			if l.statefulSet != nil {
-				t.Errorf("layout %s: second StatefulSet in %s", name, m)
+				t.Errorf("%s: second StatefulSet in %s", name, m)
 			}
 			l.statefulSet = o
 		case *corev1.Service:
 			if l.service != nil {
-				t.Errorf("layout %s: second Service in %s", name, m)
+				t.Errorf("%s: second Service in %s", name, m)
 			}
 			l.service = o
 		case *corev1.ConfigMap:
@@ -258,7 +269,7 @@ func loadLayout(t *testing.T, name string) *layout {
 		}
 	}
 	if l.statefulSet == nil || l.service == nil || l.pdb == nil {
-		t.Fatalf("layout %s: want a StatefulSet, a Service and a PodDisruptionBudget", name)
+		t.Fatalf("%s: want a StatefulSet, a Service and a PodDisruptionBudget, got %d objects", name, len(objs))
 	}
 	return l
 }
