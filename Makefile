@@ -34,7 +34,7 @@ test-unit:
 	$(GO) test -race -count=1 -timeout 20m $(RACE_PKGS)
 
 test-e2e: build
-	INGESTOR_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m -v $(E2E_PKGS)
+	INGESTOR_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 25m -v $(E2E_PKGS)
 
 vet:
 	$(GO) vet ./...

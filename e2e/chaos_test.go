@@ -172,9 +172,11 @@ func gone(pid int, limit time.Duration) bool {
 // swap layouts. Then it stops both in order, lets them take what is left
 // in Kafka, stops them again and scans the table: every event exactly once.
 //
-// It runs one round on a quiet machine and one beside a CPU hog on every
-// core, where heartbeats, sessions and rebalances run late. CHAOS_RUNS=N
-// runs N rounds instead, every other one beside the hog, with the seeds
+// It runs one round, beside a CPU hog on every core (where heartbeats,
+// sessions and rebalances run late) when the seed is odd and on a quiet
+// machine when it is even, so that runs of the test suite cover both
+// within its time budget. CHAOS_RUNS=N runs N rounds instead, every other
+// one beside the hog, with the seeds
 // CHAOS_SEED, CHAOS_SEED+1, ... (CHAOS_SEED defaults to the clock): a long
 // hunt. A failed round prints its seed and keeps its logs and WAL
 // directories (the path is in the test log).
@@ -190,7 +192,7 @@ func TestChaos(t *testing.T) {
 		}
 		seed = v
 	}
-	runs, hogs := 2, []bool{false, true}
+	runs, hogs := 1, []bool{seed%2 == 1}
 	if s := os.Getenv("CHAOS_RUNS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
