@@ -202,9 +202,10 @@ func TestUpload(t *testing.T) {
 			if again := e.checkUploaded(segs[0], locs["clicks"]); fmt.Sprint(again) != fmt.Sprint(first) {
 				t.Fatalf("marker after re-upload %+v, before %+v", again, first)
 			}
-			if got := e.metric("ingestor_uploader_files_uploaded_total", "clicks"); got != 3 {
-				t.Fatalf("files uploaded %v after the re-upload, want 3", got)
-			}
+			// The marker is written before the counter moves: wait for it.
+			waitFor(t, 5*time.Second, func() bool {
+				return e.metric("ingestor_uploader_files_uploaded_total", "clicks") == 3
+			}, "files uploaded 3 after the re-upload")
 
 			cancel()
 			if err := wait(); err != nil {
