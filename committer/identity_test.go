@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/rolestatus"
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
@@ -75,13 +76,16 @@ func TestCommitterStopsDatasetOnRecreatedTableWithOtherFieldIDs(t *testing.T) {
 	if got := len(walNames(t, wal)); got != 4 {
 		t.Fatalf("WAL holds %v, want both clicks segments and their markers kept", walNames(t, wal))
 	}
-	st := cm.Status()["datasets"].(map[string]any)["clicks"].(map[string]any)
-	if st["appends_stopped"] != true {
-		t.Errorf("status appends_stopped = %v, want true", st["appends_stopped"])
+	st := cm.Status().Datasets["clicks"]
+	if st.AppendsStopped != true {
+		t.Errorf("status appends_stopped = %v, want true", st.AppendsStopped)
 	}
-	le, _ := st["last_error"].(map[string]any)
-	if le["reason"] != reasonIdentity || !strings.Contains(fmt.Sprint(le["error"]), a.name.String()) ||
-		!strings.Contains(fmt.Sprint(le["error"]), "has field id 1, which names column user") {
+	le := st.LastError
+	if le == nil {
+		le = &rolestatus.CommitError{}
+	}
+	if le.Reason != reasonIdentity || !strings.Contains(fmt.Sprint(le.Error), a.name.String()) ||
+		!strings.Contains(fmt.Sprint(le.Error), "has field id 1, which names column user") {
 		t.Errorf("status last_error = %v, want reason %s naming the file and the swapped column", le, reasonIdentity)
 	}
 
