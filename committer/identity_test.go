@@ -2,7 +2,6 @@ package committer
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icewal/ingestor/shared/config"
-	"github.com/icewal/ingestor/shared/rolestatus"
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
@@ -77,15 +75,12 @@ func TestCommitterStopsDatasetOnRecreatedTableWithOtherFieldIDs(t *testing.T) {
 		t.Fatalf("WAL holds %v, want both clicks segments and their markers kept", walNames(t, wal))
 	}
 	st := cm.Status().Datasets["clicks"]
-	if st.AppendsStopped != true {
+	if !st.AppendsStopped {
 		t.Errorf("status appends_stopped = %v, want true", st.AppendsStopped)
 	}
 	le := st.LastError
-	if le == nil {
-		le = &rolestatus.CommitError{}
-	}
-	if le.Reason != reasonIdentity || !strings.Contains(fmt.Sprint(le.Error), a.name.String()) ||
-		!strings.Contains(fmt.Sprint(le.Error), "has field id 1, which names column user") {
+	if le == nil || le.Reason != reasonIdentity || !strings.Contains(le.Error, a.name.String()) ||
+		!strings.Contains(le.Error, "has field id 1, which names column user") {
 		t.Errorf("status last_error = %v, want reason %s naming the file and the swapped column", le, reasonIdentity)
 	}
 
