@@ -2,7 +2,6 @@ package committer
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -75,13 +74,13 @@ func TestCommitterStopsDatasetOnRecreatedTableWithOtherFieldIDs(t *testing.T) {
 	if got := len(walNames(t, wal)); got != 4 {
 		t.Fatalf("WAL holds %v, want both clicks segments and their markers kept", walNames(t, wal))
 	}
-	st := cm.Status()["datasets"].(map[string]any)["clicks"].(map[string]any)
-	if st["appends_stopped"] != true {
-		t.Errorf("status appends_stopped = %v, want true", st["appends_stopped"])
+	st := cm.Status().Datasets["clicks"]
+	if !st.AppendsStopped {
+		t.Errorf("status appends_stopped = %v, want true", st.AppendsStopped)
 	}
-	le, _ := st["last_error"].(map[string]any)
-	if le["reason"] != reasonIdentity || !strings.Contains(fmt.Sprint(le["error"]), a.name.String()) ||
-		!strings.Contains(fmt.Sprint(le["error"]), "has field id 1, which names column user") {
+	le := st.LastError
+	if le == nil || le.Reason != reasonIdentity || !strings.Contains(le.Error, a.name.String()) ||
+		!strings.Contains(le.Error, "has field id 1, which names column user") {
 		t.Errorf("status last_error = %v, want reason %s naming the file and the swapped column", le, reasonIdentity)
 	}
 

@@ -7,6 +7,7 @@ import (
 	pmetrics "github.com/icewal/ingestor/shared/metrics"
 
 	"github.com/icewal/ingestor/shared/redact"
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 // commitErrors keeps the last failed commit attempt of each dataset for
@@ -47,7 +48,7 @@ func (c *Committer) noteFailure(dataset, reason, step string, err error) {
 // a person can tell whether it still matters), the commits made and the
 // uploaded files waiting for a Kafka offset commit. It reads only the
 // committer's own metrics and its record of failures.
-func (c *Committer) Status() map[string]any {
+func (c *Committer) Status() rolestatus.Committer {
 	lastCommit := pmetrics.SumBy(pmetrics.Read(c.metrics.lastCommit), "dataset")
 	commits := pmetrics.SumBy(pmetrics.Read(c.metrics.commits), "dataset")
 	waiting := pmetrics.SumBy(pmetrics.Read(c.metrics.waiting), "dataset")
@@ -60,34 +61,30 @@ func (c *Committer) Status() map[string]any {
 	c.lastErrors.mu.Unlock()
 
 	now := time.Now()
-	datasets := map[string]any{}
+	datasets := map[string]rolestatus.CommitterDataset{}
 	for _, d := range c.cfg.Datasets {
-		ds := map[string]any{
-			"table":                       d.Table,
-			"commits":                     commits[d.Name],
-			"files_waiting_offset_commit": waiting[d.Name],
-			// true while segments written for another table stop the
-			// appends; last_error says which and why.
-			"appends_stopped": stopped[d.Name] > 0,
+		ds := rolestatus.CommitterDataset{
+			Table:                    d.Table,
+			Commits:                  commits[d.Name],
+			FilesWaitingOffsetCommit: waiting[d.Name],
+			AppendsStopped:           stopped[d.Name] > 0,
 		}
 		if ts := lastCommit[d.Name]; ts > 0 {
 			at := time.Unix(0, int64(ts*float64(time.Second)))
-			ds["last_commit"] = at.UTC().Format(time.RFC3339Nano)
-			ds["last_commit_age_seconds"] = now.Sub(at).Seconds()
+			age := now.Sub(at).Seconds()
+			ds.LastCommit = at.UTC()
+			ds.LastCommitAgeSeconds = &age
 		}
 		if e, ok := errs[d.Name]; ok {
-			ds["last_error"] = map[string]any{
-				"time":        e.at.UTC().Format(time.RFC3339Nano),
-				"age_seconds": now.Sub(e.at).Seconds(),
-				"reason":      e.reason,
-				"step":        e.step,
-				"error":       e.err,
+			ds.LastError = &rolestatus.CommitError{
+				Time:       e.at.UTC(),
+				AgeSeconds: now.Sub(e.at).Seconds(),
+				Reason:     e.reason,
+				Step:       e.step,
+				Error:      e.err,
 			}
 		}
 		datasets[d.Name] = ds
 	}
-	return map[string]any{
-		"interval_seconds": c.interval.Seconds(),
-		"datasets":         datasets,
-	}
+	return rolestatus.Committer{IntervalSeconds: c.interval.Seconds(), Datasets: datasets}
 }

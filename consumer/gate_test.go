@@ -100,8 +100,8 @@ func TestPauseRecordHoldsAtStart(t *testing.T) {
 	if got := testutil.ToFloat64(e.c.m.paused.WithLabelValues("clicks", PauseOperator)); got != 1 {
 		t.Fatalf("ingestor_consumer_paused{reason=operator} = %v, want 1", got)
 	}
-	st := e.c.Status()["datasets"].(map[string]any)["clicks"].(map[string]any)
-	if op, ok := st["operator_pause"].(pause.Entry); !ok || op.By != "alice (uid 1000)" || op.Reason != "catalog migration" {
+	st := e.c.Status().Datasets["clicks"]
+	if op := st.OperatorPause; op == nil || op.By != "alice (uid 1000)" || op.Reason != "catalog migration" {
 		t.Fatalf("status of clicks = %v, want the operator's pause", st)
 	}
 	if err := e.c.Resume(context.Background(), "clicks"); err != nil {

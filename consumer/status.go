@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	pmetrics "github.com/icewal/ingestor/shared/metrics"
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 // Status reports what an operator asks of the consumer: whether
@@ -13,7 +14,7 @@ import (
 // partition (records behind the high watermark at the last fetch), the
 // records consumed and those dropped by reason. It reads only the
 // consumer's own metrics and backpressure gate.
-func (c *Consumer) Status() map[string]any {
+func (c *Consumer) Status() rolestatus.Consumer {
 	gs := c.gate.state()
 	reasons := []string{}
 	if gs.disk {
@@ -31,7 +32,7 @@ func (c *Consumer) Status() map[string]any {
 	unassigned := pmetrics.Read(c.m.unassigned)
 	stalled := pmetrics.Read(c.m.stalled)
 
-	datasets := map[string]any{}
+	datasets := map[string]rolestatus.ConsumerDataset{}
 	for _, d := range c.cfg.Datasets {
 		lagByPartition := map[string]float64{}
 		var total float64
@@ -62,33 +63,33 @@ func (c *Consumer) Status() map[string]any {
 		if operator {
 			dsReasons = append(dsReasons, PauseOperator)
 		}
-		ds := map[string]any{
-			"topic":               d.Topic,
-			"consumer_group":      d.ConsumerGroup,
-			"segments_open":       sumFor(segments, d.Name),
-			"partitions_assigned": sumFor(assigned, d.Name),
-			"paused":              len(dsReasons) > 0,
-			"paused_reasons":      dsReasons,
-			"lag_records":         lagByPartition,
-			"lag_records_total":   total,
-			"records":             sumFor(records, d.Name),
-			"dropped":             droppedByReason,
+		ds := rolestatus.ConsumerDataset{
+			Topic:              d.Topic,
+			ConsumerGroup:      d.ConsumerGroup,
+			SegmentsOpen:       sumFor(segments, d.Name),
+			PartitionsAssigned: sumFor(assigned, d.Name),
+			Paused:             len(dsReasons) > 0,
+			PausedReasons:      dsReasons,
+			LagRecords:         lagByPartition,
+			LagRecordsTotal:    total,
+			Records:            sumFor(records, d.Name),
+			Dropped:            droppedByReason,
 			// What the watchdog sees (watchdog.go).
-			"unassigned_partitions": sumFor(unassigned, d.Name),
-			"stalled":               stalledReasons,
+			UnassignedPartitions: sumFor(unassigned, d.Name),
+			Stalled:              stalledReasons,
 		}
 		if operator {
-			ds["operator_pause"] = e
+			ds.OperatorPause = &e
 		}
 		datasets[d.Name] = ds
 	}
-	return map[string]any{
-		"paused":              len(reasons) > 0,
-		"paused_reasons":      reasons,
-		"wal_volume_used_pct": gs.usedPct,
-		"high_watermark_pct":  c.gate.high,
-		"resume_below_pct":    c.gate.high - resumeGapPct,
-		"datasets":            datasets,
+	return rolestatus.Consumer{
+		Paused:           len(reasons) > 0,
+		PausedReasons:    reasons,
+		WALVolumeUsedPct: gs.usedPct,
+		HighWatermarkPct: c.gate.high,
+		ResumeBelowPct:   c.gate.high - resumeGapPct,
+		Datasets:         datasets,
 	}
 }
 

@@ -57,7 +57,7 @@ func TestWatchdogResumesPartitionsLeftPaused(t *testing.T) {
 	if n := strings.Count(logs.String(), `"level":"ERROR","msg":"consumer watchdog:`); n != 1 {
 		t.Errorf("%d watchdog error lines, want one for the episode:\n%s", n, logs.String())
 	}
-	if got := e.c.Status()["datasets"].(map[string]any)["clicks"].(map[string]any)["stalled"]; len(got.([]string)) != 0 {
+	if got := e.c.Status().Datasets["clicks"].Stalled; len(got) != 0 {
 		t.Errorf("status shows stalled %v after the stall ended", got)
 	}
 }

@@ -212,8 +212,8 @@ func TestMaintainerExpiresAndMergesManifests(t *testing.T) {
 	if got := testutil.ToFloat64(m.metrics.metadataBytes.WithLabelValues("events")); got <= 0 {
 		t.Errorf("metadata bytes gauge %v, want > 0", got)
 	}
-	st := m.Status()["datasets"].(map[string]any)["events"].(map[string]any)
-	if st["snapshots"] != 4.0 || st["last_expire"] == nil || st["last_manifests"] == nil {
+	st := m.Status().Datasets["events"]
+	if st.Snapshots == nil || *st.Snapshots != 4.0 || st.LastExpire == nil || st.LastManifests == nil {
 		t.Errorf("status %v", st)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"github.com/icewal/ingestor/shared/config"
 	pmetrics "github.com/icewal/ingestor/shared/metrics"
 	"github.com/icewal/ingestor/shared/redact"
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 // passState keeps the last outcome of each step of each dataset for
@@ -48,45 +49,75 @@ func (p *passState) note(cfg *config.Config, dataset, step string, at time.Time,
 // (snapshots kept, metadata.json bytes, data manifests and data files of
 // the current snapshot), and for each step its last success and its last
 // error, kept after later successes with its time.
-func (m *Maintainer) Status() map[string]any {
-	gauges := map[string]map[string]float64{
-		"snapshots":       pmetrics.SumBy(pmetrics.Read(m.metrics.snapshots), "dataset"),
-		"metadata_bytes":  pmetrics.SumBy(pmetrics.Read(m.metrics.metadataBytes), "dataset"),
-		"manifests":       pmetrics.SumBy(pmetrics.Read(m.metrics.manifests), "dataset"),
-		"data_files":      pmetrics.SumBy(pmetrics.Read(m.metrics.dataFiles), "dataset"),
-		"small_files":     pmetrics.SumBy(pmetrics.Read(m.metrics.smallFiles), "dataset"),
-		"rewritten_bytes": pmetrics.SumBy(pmetrics.Read(m.metrics.rewrittenBytes), "dataset"),
-	}
+func (m *Maintainer) Status() rolestatus.Maintainer {
+	snapshots := pmetrics.SumBy(pmetrics.Read(m.metrics.snapshots), "dataset")
+	metadataBytes := pmetrics.SumBy(pmetrics.Read(m.metrics.metadataBytes), "dataset")
+	manifests := pmetrics.SumBy(pmetrics.Read(m.metrics.manifests), "dataset")
+	dataFiles := pmetrics.SumBy(pmetrics.Read(m.metrics.dataFiles), "dataset")
+	smallFiles := pmetrics.SumBy(pmetrics.Read(m.metrics.smallFiles), "dataset")
+	rewrittenBytes := pmetrics.SumBy(pmetrics.Read(m.metrics.rewrittenBytes), "dataset")
 	expired := pmetrics.SumBy(pmetrics.Read(m.metrics.expired), "dataset")
 	m.state.mu.Lock()
 	defer m.state.mu.Unlock()
 	now := m.now()
-	datasets := map[string]any{}
+	datasets := map[string]rolestatus.MaintainerDataset{}
 	for _, d := range m.cfg.Datasets {
-		ds := map[string]any{"table": d.Table, "snapshots_expired": expired[d.Name]}
-		for k, g := range gauges {
-			if v, ok := g[d.Name]; ok {
-				ds[k] = v
-			}
+		ds := rolestatus.MaintainerDataset{
+			Table:            d.Table,
+			SnapshotsExpired: expired[d.Name],
+			// A gauge no pass has set yet is left out.
+			Snapshots:      gauge(snapshots, d.Name),
+			MetadataBytes:  gauge(metadataBytes, d.Name),
+			Manifests:      gauge(manifests, d.Name),
+			DataFiles:      gauge(dataFiles, d.Name),
+			SmallFiles:     gauge(smallFiles, d.Name),
+			RewrittenBytes: gauge(rewrittenBytes, d.Name),
 		}
 		for step, o := range m.state.last[d.Name] {
-			s := map[string]any{}
+			s := &rolestatus.StepOutcome{}
 			if !o.ok.IsZero() {
-				s["last_success"] = o.ok.UTC().Format(time.RFC3339Nano)
+				s.LastSuccess = o.ok.UTC()
 			}
 			if !o.errAt.IsZero() {
-				s["last_error"] = map[string]any{
-					"time":        o.errAt.UTC().Format(time.RFC3339Nano),
-					"age_seconds": now.Sub(o.errAt).Seconds(),
-					"error":       o.errText,
+				s.LastError = &rolestatus.StepError{
+					Time:       o.errAt.UTC(),
+					AgeSeconds: now.Sub(o.errAt).Seconds(),
+					Error:      o.errText,
 				}
 			}
-			ds["last_"+step] = s
+			if f := stepStatus(&ds, step); f != nil {
+				*f = s
+			}
 		}
 		datasets[d.Name] = ds
 	}
-	return map[string]any{
-		"interval_seconds": m.interval.Seconds(),
-		"datasets":         datasets,
+	return rolestatus.Maintainer{IntervalSeconds: m.interval.Seconds(), Datasets: datasets}
+}
+
+// stepStatus is where a step's outcome goes in a dataset's status (in
+// JSON, the key "last_<step>"); nil for a step it has no place for, which
+// TestEveryStepHasItsStatus rules out.
+func stepStatus(ds *rolestatus.MaintainerDataset, step string) **rolestatus.StepOutcome {
+	switch step {
+	case stepLoad:
+		return &ds.LastLoad
+	case stepExpire:
+		return &ds.LastExpire
+	case stepManifests:
+		return &ds.LastManifests
+	case stepCompact:
+		return &ds.LastCompact
+	case stepOrphans:
+		return &ds.LastOrphans
 	}
+	return nil
+}
+
+// gauge is a dataset's value of a gauge, nil when it has none.
+func gauge(byDataset map[string]float64, dataset string) *float64 {
+	v, ok := byDataset[dataset]
+	if !ok {
+		return nil
+	}
+	return &v
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/rolestatus"
 	"github.com/icewal/ingestor/shared/rpc"
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -112,7 +113,7 @@ func serveTestRole(name, dir string) {
 		log.Info("test role drained")
 		return walfile.WriteAtomic(dir, name+".drained", []byte(strconv.FormatInt(time.Now().UnixNano(), 10)))
 	}
-	status := func() map[string]any { return map[string]any{"beats": beats.Load()} }
+	status := func() rolestatus.Details { return testStatus(name, float64(beats.Load())) }
 	opts := []rpc.ChildOption{rpc.WithLogger(log)}
 	if name == role.Consumer {
 		opts = append(opts, rpc.WithPauser(&testPauser{dir: dir, paused: map[string]pause.Entry{}}))
@@ -122,6 +123,20 @@ func serveTestRole(name, dir string) {
 	// parent check.
 	signal.Ignore(syscall.SIGPIPE)
 	rpc.ServeChild(name, run, status, opts...)
+}
+
+// testStatus is a test role's status: its body, with the heartbeats it
+// wrote as the orders dataset's count of records, files or commits.
+func testStatus(name string, beats float64) rolestatus.Details {
+	switch name {
+	case role.Consumer:
+		return rolestatus.Details{Consumer: &rolestatus.Consumer{Datasets: map[string]rolestatus.ConsumerDataset{"orders": {Records: beats}}}}
+	case role.Uploader:
+		return rolestatus.Details{Uploader: &rolestatus.Uploader{Datasets: map[string]rolestatus.UploaderDataset{"orders": {FilesUploaded: beats}}}}
+	case role.Committer:
+		return rolestatus.Details{Committer: &rolestatus.Committer{Datasets: map[string]rolestatus.CommitterDataset{"orders": {Commits: beats}}}}
+	}
+	return rolestatus.Details{Maintainer: &rolestatus.Maintainer{Datasets: map[string]rolestatus.MaintainerDataset{"orders": {SnapshotsExpired: beats}}}}
 }
 
 // testPauser is the test consumer's side of Pause and Resume: it writes

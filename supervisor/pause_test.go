@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/role"
 )
 
@@ -34,7 +33,7 @@ func TestPauseReachesTheConsumerChild(t *testing.T) {
 	if want := fmt.Sprintf("%d:orders", before[role.Consumer]); told() != want {
 		t.Fatalf("consumer was told %q, want %q", told(), want)
 	}
-	paused, _ := h.s.Status()["paused"].(map[string]pause.Entry)
+	paused := h.s.Status().Paused
 	if e := paused["orders"]; e.By != "alice (uid 1000)" || e.Reason != "catalog migration" || e.Since.IsZero() {
 		t.Fatalf("supervisor status paused = %v, want orders with who, why and since when", paused)
 	}
@@ -55,7 +54,7 @@ func TestPauseReachesTheConsumerChild(t *testing.T) {
 	if want := fmt.Sprintf("%d:", h.pid(role.Consumer)); told() != want {
 		t.Fatalf("consumer was told %q after the resume, want %q", told(), want)
 	}
-	if len(h.s.Status()["paused"].(map[string]pause.Entry)) != 0 {
+	if len(h.s.Status().Paused) != 0 {
 		t.Fatal("supervisor status still shows a pause after the resume")
 	}
 	if err, _ := h.stop(20 * time.Second); err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	pmetrics "github.com/icewal/ingestor/shared/metrics"
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 // Status reports what an operator asks of the supervisor itself, served
@@ -12,28 +13,29 @@ import (
 // whether a child runs, its PID, since when, and how often it was
 // restarted; and the datasets an operator paused, with who, why and
 // since when, as the pause record has them.
-func (s *Supervisor) Status() map[string]any {
+func (s *Supervisor) Status() rolestatus.Supervisor {
 	now := time.Now()
 	restarts := pmetrics.Read(s.metrics.restarts)
 	s.mu.Lock()
-	children := map[string]any{}
+	children := map[string]rolestatus.Child{}
 	for _, r := range s.roles {
-		ch := map[string]any{"running": false, "restarts": sumRole(restarts, r)}
+		ch := rolestatus.Child{Restarts: sumRole(restarts, r)}
 		if c := s.children[r]; c != nil {
-			ch["running"] = true
-			ch["pid"] = c.pid
-			ch["started"] = c.started.UTC().Format(time.RFC3339)
-			ch["uptime_seconds"] = now.Sub(c.started).Seconds()
+			up := now.Sub(c.started).Seconds()
+			ch.Running = true
+			ch.PID = c.pid
+			ch.Started = c.started.UTC().Truncate(time.Second)
+			ch.UptimeSeconds = &up
 		}
 		children[r] = ch
 	}
 	s.mu.Unlock()
-	return map[string]any{
-		"pid":            os.Getpid(),
-		"started":        s.started.UTC().Format(time.RFC3339),
-		"uptime_seconds": now.Sub(s.started).Seconds(),
-		"children":       children,
-		"paused":         s.pauses.Record().Datasets,
+	return rolestatus.Supervisor{
+		PID:           os.Getpid(),
+		Started:       s.started.UTC().Truncate(time.Second),
+		UptimeSeconds: now.Sub(s.started).Seconds(),
+		Children:      children,
+		Paused:        s.pauses.Record().Datasets,
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icewal/ingestor/shared/role"
-	"github.com/icewal/ingestor/shared/rpc"
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 // harness is a supervisor of test roles running in the background.
@@ -354,14 +354,14 @@ func TestRolesMaintainer(t *testing.T) {
 // statuses asks every running child for its status, each within ctx. Roles
 // whose child is not running are absent; failed answers are joined in the
 // error.
-func (s *Supervisor) statuses(ctx context.Context) (map[string]rpc.Status, error) {
+func (s *Supervisor) statuses(ctx context.Context) (map[string]rolestatus.Status, error) {
 	s.mu.Lock()
 	children := make([]*child, 0, len(s.children))
 	for _, c := range s.children {
 		children = append(children, c)
 	}
 	s.mu.Unlock()
-	out := map[string]rpc.Status{}
+	out := map[string]rolestatus.Status{}
 	var errs []error
 	for _, c := range children {
 		st, err := c.role.Status(ctx)

@@ -3,6 +3,7 @@ package uploader
 import (
 	pmetrics "github.com/icewal/ingestor/shared/metrics"
 
+	"github.com/icewal/ingestor/shared/rolestatus"
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
@@ -10,7 +11,7 @@ import (
 // the last scan), those being uploaded now, those waiting to be retried
 // after a failure, and the files and bytes uploaded and failed attempts
 // since start. It reads only the uploader's own metrics and bookkeeping.
-func (u *Uploader) Status() map[string]any {
+func (u *Uploader) Status() rolestatus.Uploader {
 	pending := pmetrics.SumBy(pmetrics.Read(u.m.pending), "dataset")
 	files := pmetrics.SumBy(pmetrics.Read(u.m.files), "dataset")
 	bytes := pmetrics.SumBy(pmetrics.Read(u.m.bytes), "dataset")
@@ -26,18 +27,18 @@ func (u *Uploader) Status() map[string]any {
 	}
 	u.mu.Unlock()
 
-	datasets := map[string]any{}
+	datasets := map[string]rolestatus.UploaderDataset{}
 	for _, d := range u.cfg.Datasets {
-		datasets[d.Name] = map[string]any{
-			"pending_files":   pending[d.Name],
-			"uploading_files": uploading[d.Name],
-			"retrying_files":  retrying[d.Name],
-			"files_uploaded":  files[d.Name],
-			"bytes_uploaded":  bytes[d.Name],
-			"upload_failures": failures[d.Name],
+		datasets[d.Name] = rolestatus.UploaderDataset{
+			PendingFiles:   pending[d.Name],
+			UploadingFiles: uploading[d.Name],
+			RetryingFiles:  retrying[d.Name],
+			FilesUploaded:  files[d.Name],
+			BytesUploaded:  bytes[d.Name],
+			UploadFailures: failures[d.Name],
 		}
 	}
-	return map[string]any{"datasets": datasets}
+	return rolestatus.Uploader{Datasets: datasets}
 }
 
 // statusDataset names the dataset of a ready file's name; "" when the

@@ -19,6 +19,7 @@ import (
 	"github.com/icewal/ingestor/shared/metrics"
 	"github.com/icewal/ingestor/shared/pause"
 	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/rolestatus"
 	"github.com/icewal/ingestor/shared/rpc"
 	"github.com/icewal/ingestor/supervisor"
 )
@@ -158,7 +159,10 @@ func runSupervisor(args []string) int {
 		return exitError
 	}
 	_, stopMetrics, err := p.serveMetrics(metrics.Supervisor,
-		metrics.Route{Pattern: "GET " + status.Path, Handler: status.Handler(metrics.Supervisor, sup.Status)})
+		metrics.Route{Pattern: "GET " + status.Path, Handler: status.Handler(metrics.Supervisor, func() rolestatus.Details {
+			b := sup.Status()
+			return rolestatus.Details{Supervisor: &b}
+		})})
 	if err != nil {
 		p.log.Error("serve metrics", "error", err)
 		return exitError

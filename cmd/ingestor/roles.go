@@ -9,6 +9,7 @@ import (
 	"github.com/icewal/ingestor/maintainer"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/rolestatus"
 	"github.com/icewal/ingestor/uploader"
 )
 
@@ -50,10 +51,18 @@ func newRole(name string, cfg *config.Config, opts role.Options) (runner, error)
 }
 
 // statusOf returns the role's Status method, which tells an operator what
-// the role is doing (see internal/status), or nil when it has none.
-func statusOf(r runner) func() map[string]any {
-	if s, ok := r.(interface{ Status() map[string]any }); ok {
-		return s.Status
+// the role is doing (see shared/rolestatus and internal/status), as the
+// envelope's details, or nil when it has none.
+func statusOf(r runner) func() rolestatus.Details {
+	switch r := r.(type) {
+	case *consumer.Consumer:
+		return func() rolestatus.Details { b := r.Status(); return rolestatus.Details{Consumer: &b} }
+	case *uploader.Uploader:
+		return func() rolestatus.Details { b := r.Status(); return rolestatus.Details{Uploader: &b} }
+	case *committer.Committer:
+		return func() rolestatus.Details { b := r.Status(); return rolestatus.Details{Committer: &b} }
+	case *maintainer.Maintainer:
+		return func() rolestatus.Details { b := r.Status(); return rolestatus.Details{Maintainer: &b} }
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/pause"
+	"github.com/icewal/ingestor/shared/rolestatus"
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
@@ -124,7 +125,7 @@ ingestor_supervisor_role_restarts_total{role="consumer"} 0
 ingestor_supervisor_role_restarts_total{role="uploader"} 4
 ingestor_supervisor_role_restarts_total{role="committer"} 1
 `
-	}, &RoleStatus{Role: "supervisor", PID: 4100, Details: map[string]any{
+	}, map[string]any{"role": "supervisor", "pid": 4100, "details": map[string]any{
 		"paused": map[string]any{"orders": map[string]any{"by": "alice (uid 1000)", "reason": "catalog migration", "since": "2026-12-02T05:00:00Z"}},
 	}})
 	cons := startFake(t, func(n int64) string {
@@ -150,14 +151,14 @@ ingestor_consumer_paused{dataset="orders",reason="operator"} 1
 # TYPE ingestor_consumer_wal_volume_used_ratio gauge
 ingestor_consumer_wal_volume_used_ratio 0.83
 `, 1000+500*n, planted)
-	}, RoleStatus{Role: "consumer", PID: 4242, Details: map[string]any{
+	}, map[string]any{"role": "consumer", "pid": 4242, "details": map[string]any{
 		"paused": true, "paused_reasons": []string{"wal_volume_above_high_watermark"},
 	}})
 	com := startFake(t, func(int64) string {
 		return `# TYPE ingestor_committer_last_commit_timestamp_seconds gauge
 ingestor_committer_last_commit_timestamp_seconds{dataset="clicks"} 1.7e9
 `
-	}, RoleStatus{Role: "committer", PID: 4343, Details: map[string]any{
+	}, map[string]any{"role": "committer", "pid": 4343, "details": map[string]any{
 		"datasets": map[string]any{"clicks": map[string]any{"last_error": map[string]any{
 			"time": "2023-11-14T22:13:00Z", "reason": "unknown", "step": "commit outcome unknown",
 			"error": "commit to postgres://ingest:" + planted + "@db:5432/catalog: connection reset\nby peer",
@@ -332,17 +333,19 @@ func TestPortZeroIsDown(t *testing.T) {
 }
 
 func TestHandler(t *testing.T) {
-	srv := httptest.NewServer(Handler("committer", func() map[string]any { return map[string]any{"n": 1} }))
+	srv := httptest.NewServer(Handler("committer", func() rolestatus.Details {
+		return rolestatus.Details{Committer: &rolestatus.Committer{IntervalSeconds: 1}}
+	}))
 	defer srv.Close()
 	st, err := fetchStatus(context.Background(), srv.Client(), srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Role != "committer" || st.PID != os.Getpid() || st.Details["n"] != 1.0 {
+	if st.Role != "committer" || st.PID != os.Getpid() || st.Details.Committer == nil || st.Details.Committer.IntervalSeconds != 1.0 {
 		t.Errorf("status = %+v", st)
 	}
 
-	panicky := httptest.NewServer(Handler("consumer", func() map[string]any { panic("boom") }))
+	panicky := httptest.NewServer(Handler("consumer", func() rolestatus.Details { panic("boom") }))
 	defer panicky.Close()
 	if _, err := fetchStatus(context.Background(), panicky.Client(), panicky.Listener.Addr().String()); err == nil || !strings.Contains(err.Error(), "500") {
 		t.Errorf("status of a panicking role = %v, want a 500", err)

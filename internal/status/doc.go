@@ -3,7 +3,8 @@
 // without a lock or a write: the Prometheus endpoint of each process
 // (supervisor, consumer, uploader, committer, at the addresses
 // shared/metrics.RoleAddress gives), the JSON each role serves on /status
-// (its Status method, through Handler), and the WAL directory (file names
+// (the envelope of shared/rolestatus around the typed body its Status
+// method fills, through Handler), and the WAL directory (file names
 // and sizes by state, and the volume's use).
 //
 // Collect builds a Report: per dataset the consumer lag per partition,

@@ -8,28 +8,19 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 // Path is where a role's metrics endpoint serves its status.
 const Path = "/status"
 
-// RoleStatus is what a role's endpoint answers on Path.
-type RoleStatus struct {
-	// Role is the role's name.
-	Role string `json:"role"`
-	// PID is the role's process id.
-	PID int `json:"pid"`
-	// Time is when the answer was made.
-	Time time.Time `json:"time"`
-	// Details is the role's Status().
-	Details map[string]any `json:"details,omitempty"`
-}
-
-// Handler serves a role's status, from its Status method, as JSON. A
-// panic in status is answered with a 500, not a crash.
-func Handler(role string, status func() map[string]any) http.Handler {
+// Handler serves a role's status, the envelope of shared/rolestatus
+// around the body its Status method fills, as JSON. A panic in status is
+// answered with a 500, not a crash.
+func Handler(role string, status func() rolestatus.Details) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		st := RoleStatus{Role: role, PID: os.Getpid(), Time: time.Now().UTC()}
+		st := rolestatus.Status{Role: role, PID: os.Getpid(), Time: time.Now().UTC()}
 		b, err := func() (b []byte, err error) {
 			defer func() {
 				if r := recover(); r != nil {
@@ -51,12 +42,12 @@ func Handler(role string, status func() map[string]any) http.Handler {
 }
 
 // fetchStatus reads a role's status from its endpoint at addr.
-func fetchStatus(ctx context.Context, client *http.Client, addr string) (*RoleStatus, error) {
+func fetchStatus(ctx context.Context, client *http.Client, addr string) (*rolestatus.Status, error) {
 	body, err := get(ctx, client, "http://"+addr+Path)
 	if err != nil {
 		return nil, err
 	}
-	var st RoleStatus
+	var st rolestatus.Status
 	if err := json.Unmarshal(body, &st); err != nil {
 		return nil, fmt.Errorf("decode status from %s: %w", addr, err)
 	}

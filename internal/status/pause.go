@@ -1,7 +1,6 @@
 package status
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/icewal/ingestor/shared/pause"
@@ -22,32 +21,17 @@ type OperatorPause struct {
 // them, else the consumer (the sidecar layout), else as the pause record
 // in the WAL directory has them while neither answers.
 func operatorPauses(sup, cons *probe, walDir string) (map[string]pause.Entry, error) {
-	decode := func(v any) (map[string]pause.Entry, bool) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, false
-		}
-		var out map[string]pause.Entry
-		return out, json.Unmarshal(b, &out) == nil
+	if d := details(sup).Supervisor; d != nil {
+		return d.Paused, nil
 	}
-	if d := details(sup); d != nil {
-		if v, ok := d["paused"]; ok {
-			if out, ok := decode(v); ok {
-				return out, nil
+	if d := details(cons).Consumer; d != nil && len(d.Datasets) > 0 {
+		out := map[string]pause.Entry{}
+		for name, ds := range d.Datasets {
+			if ds.OperatorPause != nil {
+				out[name] = *ds.OperatorPause
 			}
 		}
-	}
-	if d := details(cons); d != nil {
-		dss, _ := d["datasets"].(map[string]any)
-		found := map[string]any{}
-		for name, v := range dss {
-			if ds, ok := v.(map[string]any); ok && ds["operator_pause"] != nil {
-				found[name] = ds["operator_pause"]
-			}
-		}
-		if out, ok := decode(found); ok && len(dss) > 0 {
-			return out, nil
-		}
+		return out, nil
 	}
 	rec, err := pause.Read(walDir)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/icewal/ingestor/shared/metrics"
 	"github.com/icewal/ingestor/shared/redact"
 	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/rolestatus"
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
@@ -264,7 +265,7 @@ type probe struct {
 	at      time.Time
 	err     error
 	metrics samples
-	status  *RoleStatus
+	status  *rolestatus.Status
 }
 
 func (p *probe) up() bool { return p != nil && p.err == nil }
@@ -308,7 +309,6 @@ func (c *Collector) probe(ctx context.Context, name string) *probe {
 	// A role that serves metrics but no status (an older binary) is up all
 	// the same; what it cannot tell is left unknown.
 	if st, err := fetchStatus(ctx, c.opts.Client, p.addr); err == nil {
-		st.Details, _ = c.red.Value(st.Details).(map[string]any)
 		p.status = st
 	}
 	return p
@@ -377,16 +377,11 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 		} else {
 			proc.Error = c.red.String(describe(p.err))
 		}
-		if d := details(sup); d != nil {
+		if d := details(sup).Supervisor; d != nil {
 			if name == metrics.Supervisor {
-				if v, ok := d["uptime_seconds"].(float64); ok {
-					proc.UptimeSeconds = ptr(v)
-				}
-			} else if children, _ := d["children"].(map[string]any); children != nil {
-				ch, _ := children[name].(map[string]any)
-				if v, ok := ch["uptime_seconds"].(float64); ok {
-					proc.UptimeSeconds = ptr(v)
-				}
+				proc.UptimeSeconds = ptr(d.UptimeSeconds)
+			} else if ch, ok := d.Children[name]; ok && ch.UptimeSeconds != nil {
+				proc.UptimeSeconds = ptr(*ch.UptimeSeconds)
 			}
 		}
 		if name != metrics.Supervisor && sup.up() {
@@ -405,16 +400,10 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 		if v, ok := cons.metrics.sum("ingestor_consumer_wal_volume_used_ratio", nil); ok {
 			r.Volume.ConsumerUsedPct = ptr(v * 100)
 		}
-		if d := details(cons); d != nil {
-			if p, ok := d["paused"].(bool); ok {
-				r.Volume.Paused = ptr(p)
-			}
-			if rs, ok := d["paused_reasons"].([]any); ok {
-				for _, x := range rs {
-					if s, ok := x.(string); ok {
-						r.Volume.PausedReasons = append(r.Volume.PausedReasons, s)
-					}
-				}
+		if d := details(cons).Consumer; d != nil {
+			r.Volume.Paused = ptr(d.Paused)
+			for _, s := range d.PausedReasons {
+				r.Volume.PausedReasons = append(r.Volume.PausedReasons, c.red.String(s))
 			}
 		}
 		if r.Volume.Paused == nil {
@@ -604,34 +593,29 @@ func (c *Collector) consumerView(ds *Dataset, cons, prev *probe, match map[strin
 }
 
 // commitError reads a dataset's last commit error from the committer's
-// status.
+// status; its texts pass through the redactor.
 func (c *Collector) commitError(com *probe, dataset string, now time.Time) *CommitError {
-	d := details(com)
+	d := details(com).Committer
 	if d == nil {
 		return nil
 	}
-	dss, _ := d["datasets"].(map[string]any)
-	ds, _ := dss[dataset].(map[string]any)
-	le, _ := ds["last_error"].(map[string]any)
+	le := d.Datasets[dataset].LastError
 	if le == nil {
 		return nil
 	}
-	e := &CommitError{}
-	e.Reason, _ = le["reason"].(string)
-	e.Step, _ = le["step"].(string)
-	e.Error, _ = le["error"].(string)
-	if s, ok := le["time"].(string); ok {
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			e.Time = t.UTC()
-			e.AgeSeconds = now.Sub(t).Seconds()
-		}
+	e := &CommitError{Reason: c.red.String(le.Reason), Step: c.red.String(le.Step), Error: c.red.String(le.Error)}
+	if !le.Time.IsZero() {
+		e.Time = le.Time.UTC()
+		e.AgeSeconds = now.Sub(le.Time).Seconds()
 	}
 	return e
 }
 
-func details(p *probe) map[string]any {
+// details is the body a process's status holds; empty when it is down or
+// told none.
+func details(p *probe) rolestatus.Details {
 	if p == nil || p.status == nil {
-		return nil
+		return rolestatus.Details{}
 	}
 	return p.status.Details
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/icewal/ingestor/shared/pause"
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 const (
@@ -70,18 +71,18 @@ func WithPauser(p Pauser) ChildOption {
 // is killed (which asks the child's gRPC server to shut down) while run is
 // working and no drain was asked for. Killed during a drain, the child
 // still finishes the drain before it exits. status, which may be nil,
-// fills Status.Details.
+// fills the Status's Details with the role's body.
 //
 // ServeChild never returns. Loggers must be built before it is called:
 // go-plugin replaces os.Stdout and os.Stderr with pipes of its own, while a
 // handler built earlier keeps the real stderr. Whatever runs before it
 // (building the role) must not block: the supervisor waits for the
 // handshake for at most StartTimeout.
-func ServeChild(roleName string, run func(ctx context.Context) error, status func() map[string]any, opts ...ChildOption) {
+func ServeChild(roleName string, run func(ctx context.Context) error, status func() rolestatus.Details, opts ...ChildOption) {
 	os.Exit(serveChild(roleName, run, status, opts...))
 }
 
-func serveChild(roleName string, run func(ctx context.Context) error, status func() map[string]any, opts ...ChildOption) int {
+func serveChild(roleName string, run func(ctx context.Context) error, status func() rolestatus.Details, opts ...ChildOption) int {
 	// Taken before plugin.Serve swaps os.Stderr for a pipe.
 	stderr := os.Stderr
 	o := childOptions{}
@@ -207,7 +208,7 @@ type child struct {
 	name           string
 	pid            int
 	metricsAddress string
-	status         func() map[string]any
+	status         func() rolestatus.Details
 	pauser         Pauser
 	cancel         context.CancelFunc
 
@@ -240,8 +241,8 @@ func (c *child) Drain(ctx context.Context) error {
 }
 
 // Status implements Role.
-func (c *child) Status(context.Context) (Status, error) {
-	st := Status{Role: c.name, PID: c.pid, MetricsAddress: c.metricsAddress, State: c.state()}
+func (c *child) Status(context.Context) (rolestatus.Status, error) {
+	st := rolestatus.Status{Role: c.name, PID: c.pid, MetricsAddress: c.metricsAddress, State: c.state()}
 	if c.status != nil {
 		st.Details = c.status()
 	}
@@ -251,13 +252,13 @@ func (c *child) Status(context.Context) (Status, error) {
 func (c *child) state() string {
 	select {
 	case <-c.runDone:
-		return StateStopped
+		return rolestatus.StateStopped
 	default:
 	}
 	if c.drainCalled.Load() {
-		return StateDraining
+		return rolestatus.StateDraining
 	}
-	return StateRunning
+	return rolestatus.StateRunning
 }
 
 // Pause implements Role.

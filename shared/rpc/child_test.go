@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/icewal/ingestor/shared/pause"
+	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 func testCommand(mode string, env ...string) *exec.Cmd {
@@ -86,11 +88,11 @@ func TestChildServesRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Role != "testrole" || st.PID != tc.cmd.Process.Pid || st.MetricsAddress != "127.0.0.1:1234" || st.State != StateRunning {
-		t.Errorf("status = %+v, want testrole, pid %d, 127.0.0.1:1234, running", st, tc.cmd.Process.Pid)
+	if st.Role != role.Consumer || st.PID != tc.cmd.Process.Pid || st.MetricsAddress != "127.0.0.1:1234" || st.State != rolestatus.StateRunning {
+		t.Errorf("status = %+v, want consumer, pid %d, 127.0.0.1:1234, running", st, tc.cmd.Process.Pid)
 	}
-	if st.Details["n"] != 42.0 || st.Details["mode"] != "wait" || len(st.Details["paused"].(map[string]any)) != 0 {
-		t.Errorf("details = %v", st.Details)
+	if c := st.Details.Consumer; c == nil || c.HighWatermarkPct != 42 || c.Datasets["clicks"].Topic != "wait" || len(operatorPauses(st)) != 0 {
+		t.Errorf("details = %+v", st.Details.Consumer)
 	}
 
 	// Pause and Resume carry the dataset and the operator's entry across.
@@ -99,15 +101,15 @@ func TestChildServesRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ = tc.role.Status(ctx)
-	got, _ := st.Details["paused"].(map[string]any)["orders"].(map[string]any)
-	if got["by"] != "alice (uid 1000)" || got["reason"] != "catalog migration" || got["since"] != since.Format(time.RFC3339) {
-		t.Errorf("after Pause details = %v, want orders paused by alice for the migration", st.Details)
+	got := operatorPauses(st)["orders"]
+	if got.By != "alice (uid 1000)" || got.Reason != "catalog migration" || !got.Since.Equal(since) {
+		t.Errorf("after Pause details = %+v, want orders paused by alice for the migration", st.Details.Consumer)
 	}
 	if err := tc.role.Resume(ctx, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := tc.role.Status(ctx); len(st.Details["paused"].(map[string]any)) != 0 {
-		t.Errorf("after Resume details = %v, want not paused", st.Details)
+	if st, _ := tc.role.Status(ctx); len(operatorPauses(st)) != 0 {
+		t.Errorf("after Resume details = %+v, want not paused", st.Details.Consumer)
 	}
 
 	if err := tc.role.Drain(ctx); err != nil {
@@ -148,7 +150,7 @@ func TestDrainDeadline(t *testing.T) {
 	if err := tc.role.Drain(cancelled); err == nil {
 		t.Fatal("drain with a cancelled context = nil")
 	}
-	if st, err := tc.role.Status(ctxFor(t, 5*time.Second)); err != nil || st.State != StateRunning {
+	if st, err := tc.role.Status(ctxFor(t, 5*time.Second)); err != nil || st.State != rolestatus.StateRunning {
 		t.Fatalf("status after a cancelled drain = %+v, %v; want running: the call must not be sent", st, err)
 	}
 
@@ -161,7 +163,7 @@ func TestDrainDeadline(t *testing.T) {
 		t.Errorf("drain with a 300ms budget took %s", took)
 	}
 	st, err := tc.role.Status(ctxFor(t, 5*time.Second))
-	if err != nil || st.State != StateDraining {
+	if err != nil || st.State != rolestatus.StateDraining {
 		t.Fatalf("status = %+v, %v; want draining", st, err)
 	}
 	if err := tc.role.Drain(ctxFor(t, 10*time.Second)); err != nil {
@@ -214,7 +216,7 @@ func TestChildIgnoresSignals(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	ctx := ctxFor(t, 10*time.Second)
 	st, err := tc.role.Status(ctx)
-	if err != nil || st.State != StateRunning {
+	if err != nil || st.State != rolestatus.StateRunning {
 		t.Fatalf("status after SIGTERM and SIGINT = %+v, %v; want running", st, err)
 	}
 	if err := tc.role.Drain(ctx); err != nil {

@@ -29,7 +29,8 @@
 // (Empty, Duration, Struct), so the module needs no protoc step. Each call
 // carries its context's deadline, which gRPC applies to the child's side
 // as well; Drain also sends the budget left, which the child logs. The
-// Status crosses as a Struct holding its JSON object, and so do Pause's
+// Status (the envelope of shared/rolestatus, with the role's typed body)
+// crosses as a Struct holding its JSON object, and so do Pause's
 // and Resume's requests: the dataset, and for Pause the operator's
 // pause.Entry (who, why, since when), which the consumer applies
 // (shared/pause). No panic crosses the RPC boundary: the server side

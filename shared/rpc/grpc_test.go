@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/icewal/ingestor/shared/pause"
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 func TestProtocolIsGRPC(t *testing.T) {
@@ -45,16 +46,20 @@ func TestProtocolIsGRPC(t *testing.T) {
 func TestStatusDetailsCrossAsJSON(t *testing.T) {
 	tc := startChild(t, "wait")
 	ctx := ctxFor(t, 10*time.Second)
+	since := time.Unix(0, 0).UTC()
+	if err := tc.role.Pause(ctx, "orders", pause.Entry{By: "test", Since: since}); err != nil {
+		t.Fatal(err)
+	}
 	st, err := tc.role.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"files": []any{"a", "b"}}
-	if !reflect.DeepEqual(st.Details["nested"], want) {
-		t.Errorf("details.nested = %#v, want %#v", st.Details["nested"], want)
+	want := rolestatus.ConsumerDataset{Topic: "wait", Stalled: []string{"a", "b"}, Dropped: map[string]float64{"not_json": 3}}
+	if c := st.Details.Consumer; c == nil || !reflect.DeepEqual(c.Datasets["clicks"], want) {
+		t.Errorf("details.datasets.clicks = %#v, want %#v", st.Details.Consumer, want)
 	}
-	if st.Details["since"] != "1970-01-01T00:00:00Z" {
-		t.Errorf("details.since = %#v, want the time as JSON writes it", st.Details["since"])
+	if got := operatorPauses(st)["orders"].Since; !got.Equal(since) {
+		t.Errorf("details.datasets.orders.operator_pause.since = %v, want %v: the time as JSON writes it", got, since)
 	}
 	if err := tc.role.Drain(ctx); err != nil {
 		t.Fatal(err)
@@ -131,7 +136,7 @@ func TestOnlyTheSupervisorMayCall(t *testing.T) {
 	}
 	// The supervisor's own client still works, and nothing was paused.
 	st, err := tc.role.Status(ctxFor(t, 5*time.Second))
-	if err != nil || st.State != StateRunning || len(st.Details["paused"].(map[string]any)) != 0 {
+	if err != nil || st.State != rolestatus.StateRunning || len(operatorPauses(st)) != 0 {
 		t.Fatalf("status = %+v, %v; want running and not paused", st, err)
 	}
 	if err := tc.role.Drain(ctxFor(t, 10*time.Second)); err != nil {

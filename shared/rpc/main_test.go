@@ -17,6 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/icewal/ingestor/shared/pause"
+	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 // Environment that turns the test binary into a child role or a host.
@@ -88,15 +90,21 @@ func serveTestChild(mode string) {
 		}
 		return nil
 	}
-	status := func() map[string]any {
+	status := func() rolestatus.Details {
 		if mode == "panic-status" {
 			panic("status on purpose")
 		}
-		return map[string]any{"mode": mode, "n": 42, "paused": pauser.state(),
-			// Types structpb cannot take as they are: the Status crosses as JSON.
-			"nested": map[string][]string{"files": {"a", "b"}}, "since": time.Unix(0, 0).UTC()}
+		// Types structpb cannot take as they are (structs, maps of them,
+		// times): the Status crosses as JSON.
+		c := &rolestatus.Consumer{HighWatermarkPct: 42, Datasets: map[string]rolestatus.ConsumerDataset{
+			"clicks": {Topic: mode, Stalled: []string{"a", "b"}, Dropped: map[string]float64{"not_json": 3}},
+		}}
+		for name, e := range pauser.state() {
+			c.Datasets[name] = rolestatus.ConsumerDataset{Paused: true, OperatorPause: &e}
+		}
+		return rolestatus.Details{Consumer: c}
 	}
-	ServeChild("testrole", run, status,
+	ServeChild(role.Consumer, run, status,
 		WithLogger(log), WithMetricsAddress("127.0.0.1:1234"), WithPauser(pauser))
 }
 
@@ -113,6 +121,21 @@ func runTestHost() int {
 	time.Sleep(time.Minute)
 	c.Kill()
 	return 0
+}
+
+// operatorPauses are the datasets a test child's status shows paused by
+// an operator.
+func operatorPauses(st rolestatus.Status) map[string]pause.Entry {
+	out := map[string]pause.Entry{}
+	if st.Details.Consumer == nil {
+		return out
+	}
+	for name, ds := range st.Details.Consumer.Datasets {
+		if ds.OperatorPause != nil {
+			out[name] = *ds.OperatorPause
+		}
+	}
+	return out
 }
 
 func waitGone(t *testing.T, pid int, within time.Duration) {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/icewal/ingestor/shared/pause"
+	"github.com/icewal/ingestor/shared/rolestatus"
 )
 
 // RolePlugin is the go-plugin Plugin that carries a Role over gRPC. The
@@ -128,22 +129,14 @@ func (s *grpcServer) Drain(ctx context.Context, budget *durationpb.Duration) (_ 
 }
 
 // Status is the RPC side of Role.Status; the Status crosses as the Struct
-// of its JSON object, so that Details may hold any JSON value.
+// of its JSON object, the same object the role's /status endpoint serves.
 func (s *grpcServer) Status(ctx context.Context, _ *emptypb.Empty) (_ *structpb.Struct, err error) {
 	defer recoverAsError("status", &err)
 	st, err := s.impl.Status(ctx)
 	if err != nil {
 		return nil, toStatus(ctx, err)
 	}
-	b, err := json.Marshal(st)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "encode status: %v", err)
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return nil, status.Errorf(codes.Internal, "encode status: %v", err)
-	}
-	out, err := structpb.NewStruct(obj)
+	out, err := toStruct(st)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode status: %v", err)
 	}
@@ -269,18 +262,14 @@ func (c *grpcClient) Drain(ctx context.Context) error {
 }
 
 // Status implements Role.
-func (c *grpcClient) Status(ctx context.Context) (Status, error) {
+func (c *grpcClient) Status(ctx context.Context) (rolestatus.Status, error) {
 	out := new(structpb.Struct)
 	if err := c.invoke(ctx, methodStatus, new(emptypb.Empty), out); err != nil {
-		return Status{}, fmt.Errorf("rpc status: %w", err)
+		return rolestatus.Status{}, fmt.Errorf("rpc status: %w", err)
 	}
-	b, err := json.Marshal(out.AsMap())
-	if err != nil {
-		return Status{}, fmt.Errorf("rpc status: decode: %w", err)
-	}
-	var st Status
-	if err := json.Unmarshal(b, &st); err != nil {
-		return Status{}, fmt.Errorf("rpc status: decode: %w", err)
+	var st rolestatus.Status
+	if err := fromStruct(out, &st); err != nil {
+		return rolestatus.Status{}, fmt.Errorf("rpc status: decode: %w", err)
 	}
 	return st, nil
 }
