@@ -78,3 +78,39 @@ func benchStages(b *testing.B, s *testutil.PathShape) {
 		m.Report(b)
 	})
 }
+
+// BenchmarkVisit measures the one-pass visit of the trie of plain paths
+// that Decoder.DecodeInto runs before converting: the parse of decode
+// without its conversions. Run it against an older commit as
+// docs/benchmarks.md says, with -cpu 1 and the binaries alternated.
+func BenchmarkVisit(b *testing.B) {
+	for _, s := range testutil.PathShapes(b) {
+		b.Run(s.Name, func(b *testing.B) {
+			d, err := New(s.Schema, s.Mapping)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if d.root == nil {
+				b.Fatal("the shape's mapping is not all plain paths")
+			}
+			n := len(s.Payloads)
+			docs := make([]string, n)
+			for i, p := range s.Payloads {
+				docs[i] = string(p)
+			}
+			row := make([]any, len(d.cols))
+			b.SetBytes(s.Bytes / int64(n))
+			b.ReportAllocs()
+			m := testutil.StartRows()
+			for i := 0; b.Loop(); i++ {
+				clear(row)
+				p := parser{s: docs[i%n]}
+				if err := p.visitDocument(d.root, row); err != nil {
+					b.Fatal(err)
+				}
+				m.Rows++
+			}
+			m.Report(b)
+		})
+	}
+}
