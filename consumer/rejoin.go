@@ -75,7 +75,13 @@ func (l *loop) dropGeneration(ctx context.Context, cause error) error {
 	if err != nil {
 		return err
 	}
-	if err := recoverFiles(dir, l.ds, files, committed, nil, nil, l.c.m, log); err != nil {
+	// The files of an earlier topic of the same name that still wait are
+	// past their commit, as at start-up (topicgen.go).
+	older, err := olderFiles(dir, l.ds.Topic, [16]byte{}, files)
+	if err != nil {
+		return fmt.Errorf("dataset %s: after the group generation was lost: %w", l.ds.Name, err)
+	}
+	if err := recoverFiles(dir, l.ds, files, committed, nil, older, nil, l.c.m, log); err != nil {
 		return fmt.Errorf("dataset %s: after the group generation was lost: %w", l.ds.Name, err)
 	}
 	l.c.m.rejoins.WithLabelValues(l.ds.Name).Inc()
