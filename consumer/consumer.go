@@ -443,7 +443,7 @@ func (l *loop) run(drain, hard context.Context) error {
 				l.c.m.lag.WithLabelValues(l.ds.Name, strconv.Itoa(int(p.Partition))).Set(float64(lag))
 			}
 		})
-		if werr != nil && generationLost(werr) {
+		if werr != nil && commitVoided(werr) {
 			if werr = l.dropGeneration(hard, werr); werr == nil {
 				l.cl.AllowRebalance()
 				continue
@@ -466,7 +466,7 @@ func (l *loop) run(drain, hard context.Context) error {
 		if now := time.Now(); now.After(nextAge) {
 			nextAge = now.Add(tick)
 			err := l.w.rotateAged(hard)
-			if err != nil && generationLost(err) {
+			if err != nil && commitVoided(err) {
 				err = l.dropGeneration(hard, err)
 			}
 			if err != nil {
@@ -569,7 +569,7 @@ func (l *loop) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32)
 		// The group expelled this member before the revoke's commit
 		// landed: every partition is handled as recovery would, and the
 		// poll loop carries on (rejoin.go).
-		if generationLost(err) {
+		if commitVoided(err) {
 			err = l.dropGeneration(rctx, err)
 		}
 		if err != nil {
