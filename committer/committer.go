@@ -576,6 +576,13 @@ func (c *Committer) offsetsCommitted(ctx context.Context, d config.Dataset, pend
 	if err != nil {
 		return nil, nil, err
 	}
+	// Segments of an earlier topic of the same name, which Kafka dropped
+	// with its commits: the consumer's recovery judged them past their
+	// commit (walfile.TopicRecord).
+	older, err := walfile.OlderSegments(c.dir, d.Topic)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, s := range pending {
 		o, ok := offsets.Lookup(d.Topic, s.ready.Partition)
 		committed := int64(-1)
@@ -584,6 +591,9 @@ func (c *Committer) offsetsCommitted(ctx context.Context, d config.Dataset, pend
 			// walfile.Ledger): another instance that read the same
 			// records again may have committed past the file.
 			committed = walfile.CommittedFor(walID, o.At, o.Metadata)
+		}
+		if older[s.ready.UUID] {
+			committed = s.ready.End + 1
 		}
 		if committed > s.ready.End {
 			keep = append(keep, s)

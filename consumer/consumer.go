@@ -340,16 +340,17 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	l.cl = cl
 	// A paused dataset's client is paused before it fetches anything.
 	c.gate.add(l)
+	// The topic's id as the consumer starts: recovery tells the files of
+	// an earlier topic of the same name by it (topicgen.go), and the
+	// watchdog compares its looks with it, so that a topic recreated
+	// before its first look is seen too.
+	l.topicID = topicIDOf(ctx, cl, ds.Topic)
 	// Recovery needs the committed offsets and the table, and must finish
 	// before this consumer writes anything.
-	if err := recoverDir(ctx, c.cfg.Ingestion.WAL.Dir, ds, cl, tbl, c.m, log); err != nil {
+	if err := recoverDir(ctx, c.cfg.Ingestion.WAL.Dir, ds, cl, tbl, l.topicID, c.m, log); err != nil {
 		cl.Close()
 		return nil, err
 	}
-	// The topic's id as the consumer starts: the watchdog compares its
-	// looks with it, so that a topic recreated before its first look is
-	// seen too.
-	l.topicID = topicIDOf(ctx, cl, ds.Topic)
 	// Only now does the client join the group. A member that joined
 	// before its recovery and died in it (a crash, a failpoint) left a
 	// half-joined member behind: kfake arms no session timer for a member
@@ -442,7 +443,7 @@ func (l *loop) run(drain, hard context.Context) error {
 				l.c.m.lag.WithLabelValues(l.ds.Name, strconv.Itoa(int(p.Partition))).Set(float64(lag))
 			}
 		})
-		if werr != nil && generationLost(werr) {
+		if werr != nil && commitVoided(werr) {
 			if werr = l.dropGeneration(hard, werr); werr == nil {
 				l.cl.AllowRebalance()
 				continue
@@ -465,7 +466,7 @@ func (l *loop) run(drain, hard context.Context) error {
 		if now := time.Now(); now.After(nextAge) {
 			nextAge = now.Add(tick)
 			err := l.w.rotateAged(hard)
-			if err != nil && generationLost(err) {
+			if err != nil && commitVoided(err) {
 				err = l.dropGeneration(hard, err)
 			}
 			if err != nil {
@@ -568,7 +569,7 @@ func (l *loop) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32)
 		// The group expelled this member before the revoke's commit
 		// landed: every partition is handled as recovery would, and the
 		// poll loop carries on (rejoin.go).
-		if generationLost(err) {
+		if commitVoided(err) {
 			err = l.dropGeneration(rctx, err)
 		}
 		if err != nil {

@@ -47,7 +47,7 @@ func TestRecoveryOnAFullVolume(t *testing.T) {
 		}
 	}
 	f.Close()
-	if err := recoverDir(context.Background(), dir, e.ds, e.cl, e.tbl, newMetrics(newRegistry()), discardLogger()); err != nil {
+	if err := recoverDir(context.Background(), dir, e.ds, e.cl, e.tbl, [16]byte{}, newMetrics(newRegistry()), discardLogger()); err != nil {
 		t.Fatalf("recovery on a full volume: %v", err)
 	}
 	if exists(dir, uncommitted) {

@@ -23,6 +23,8 @@ type metrics struct {
 	unassigned    *prometheus.GaugeVec
 	stalled       *prometheus.GaugeVec
 	rejoins       *prometheus.CounterVec
+	// commitsRebalancing counts commits refused with REBALANCE_IN_PROGRESS.
+	commitsRebalancing *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -84,9 +86,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		rejoins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_consumer_generations_lost_total", Help: "Times an offset commit found the consumer group generation over (a pause past the session timeout): the partitions were handled as recovery would and the group rejoined, without a restart.",
 		}, []string{"dataset"}),
+		commitsRebalancing: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_commits_rebalancing_total", Help: "Offset commits refused with REBALANCE_IN_PROGRESS: the partitions were handled as recovery would and their records read again from the committed offsets, without a restart.",
+		}, []string{"dataset"}),
 	}
 	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.segmentsOpen, m.rotated,
 		m.bytesRotated, m.commits, m.commitFails, m.recovered, m.assigned, m.lastRotateAge,
-		m.volumeUsed, m.paused, m.pausedSeconds, m.lag, m.budgetFlushes, m.unassigned, m.stalled, m.rejoins)
+		m.volumeUsed, m.paused, m.pausedSeconds, m.lag, m.budgetFlushes, m.unassigned, m.stalled, m.rejoins, m.commitsRebalancing)
 	return m
 }

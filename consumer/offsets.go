@@ -109,7 +109,10 @@ func (l *loop) commit(ctx context.Context, topic string, offsets map[int32]int64
 		}
 		last = cerr
 		var ke *kerr.Error
-		if errors.As(cerr, &ke) && !ke.Retriable {
+		if errors.As(cerr, &ke) && !ke.Retriable || rebalancing(cerr) {
+			// A rebalance cannot complete while this commit holds the
+			// poll loop: the caller hands the partitions to
+			// dropGeneration instead (rejoin.go).
 			break
 		}
 	}

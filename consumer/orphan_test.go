@@ -26,7 +26,7 @@ func TestRecoveryNotesOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := recoverDir(context.Background(), e.dir, e.ds, e.cl, e.tbl, newMetrics(newRegistry()), discardLogger()); err != nil {
+	if err := recoverDir(context.Background(), e.dir, e.ds, e.cl, e.tbl, [16]byte{}, newMetrics(newRegistry()), discardLogger()); err != nil {
 		t.Fatal(err)
 	}
 	notes, bad, err := walfile.ListOrphans(e.dir)

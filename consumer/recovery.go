@@ -51,21 +51,45 @@ func (e *OffsetInsideFileError) Error() string {
 //	ready_*, commit > end, in the table       delete the local copy only
 //	ready_*, start < commit <= end            refuse to start
 //
+// A ready file rotated from an earlier topic of the same name (the topic
+// was deleted and created again, topicgen.go) is committed data of that
+// topic, whose offsets Kafka dropped with it: it is kept, or its local
+// copy deleted when it is in the table, whatever the new topic's commits
+// say. topicID is the topic's id as the brokers give it now, zero if they
+// did not say. Once the files are handled, the topic's id record names
+// topicID and the old files still waiting.
+//
 // If the committed offsets cannot be read, it returns an error and the
 // consumer does not start.
-func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Client, tbl *table.Table, m *metrics, log *slog.Logger) error {
+func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Client, tbl *table.Table, topicID [16]byte, m *metrics, log *slog.Logger) error {
 	files, err := walfile.List(dir)
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(files, func(f walfile.File) bool { return f.Topic == ds.Topic }) {
-		return nil
-	}
-	committed, err := fetchCommitted(ctx, ds, cl)
+	older, err := olderFiles(dir, ds.Topic, topicID, files)
 	if err != nil {
 		return fmt.Errorf("recovery of dataset %s: %w", ds.Name, err)
 	}
-	return recoverFiles(dir, ds, files, committed, nil, tables.FilesInTable(tbl), m, log)
+	if slices.ContainsFunc(files, func(f walfile.File) bool { return f.Topic == ds.Topic }) {
+		committed, err := fetchCommitted(ctx, ds, cl)
+		if err != nil {
+			return fmt.Errorf("recovery of dataset %s: %w", ds.Name, err)
+		}
+		if err := recoverFiles(dir, ds, files, committed, nil, older, tables.FilesInTable(tbl), m, log); err != nil {
+			return err
+		}
+	}
+	if topicID == ([16]byte{}) {
+		// The brokers did not give the id: the record stays as it is, and
+		// the watchdog records the id when it first sees it.
+		return nil
+	}
+	// The record is written before the client joins the group: nothing of
+	// the topic with this id is rotated before it names the id.
+	if err := writeTopicRecord(dir, ds.Topic, topicID, older); err != nil {
+		return fmt.Errorf("recovery of dataset %s: %w", ds.Name, err)
+	}
+	return nil
 }
 
 // fetchCommitted reads the committed offsets of the dataset's group.
@@ -85,7 +109,9 @@ func fetchCommitted(ctx context.Context, ds config.Dataset, cl *kgo.Client) (kad
 // not nil. inTable names the segments known to be in the table; a file
 // past its commit and not named there is kept, which is always safe: the
 // committer adds it or, finding it in the table, deletes the local copy.
-func recoverFiles(dir string, ds config.Dataset, files []walfile.File, committed kadm.OffsetResponses, partitions []int32, inTable map[uuid.UUID]bool, m *metrics, log *slog.Logger) error {
+// older names the files of an earlier topic of the same name, which are
+// past their commit whatever committed says (topicgen.go).
+func recoverFiles(dir string, ds config.Dataset, files []walfile.File, committed kadm.OffsetResponses, partitions []int32, older, inTable map[uuid.UUID]bool, m *metrics, log *slog.Logger) error {
 	var mine []walfile.File
 	for _, f := range files {
 		if f.Topic == ds.Topic && (partitions == nil || slices.Contains(partitions, f.Partition)) {
@@ -135,6 +161,11 @@ func recoverFiles(dir string, ds config.Dataset, files []walfile.File, committed
 				// instance that read the same records again after this
 				// one died may have committed past the file.
 				at = walfile.CommittedFor(walID, off.At, off.Metadata)
+			}
+			if older[f.UUID] {
+				// Rotated from the old topic: its commit landed there,
+				// and the new topic's offsets say nothing about it.
+				at = f.End + 1
 			}
 			switch {
 			case at <= f.Start:

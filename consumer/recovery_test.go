@@ -175,7 +175,7 @@ func TestRecoveryRules(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(e.dir, other.String()), []byte("x"), 0o644))
 
 	m := newMetrics(newRegistry())
-	if err := recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, m, discardLogger()); err != nil {
+	if err := recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, [16]byte{}, m, discardLogger()); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -202,7 +202,7 @@ func TestRecoveryRules(t *testing.T) {
 func TestRecoveryRefusesOffsetInsideFile(t *testing.T) {
 	e := newRecoveryEnv(t, map[int32]int64{0: 105})
 	n := e.segmentFile(t, 0, 100, 120)
-	err := recoverDir(context.Background(), e.dir, e.ds, e.cl, e.tbl, newMetrics(newRegistry()), discardLogger())
+	err := recoverDir(context.Background(), e.dir, e.ds, e.cl, e.tbl, [16]byte{}, newMetrics(newRegistry()), discardLogger())
 	var inside *OffsetInsideFileError
 	if !errors.As(err, &inside) {
 		t.Fatalf("recoverDir = %v, want an OffsetInsideFileError", err)
@@ -226,7 +226,7 @@ func TestRecoveryNeedsKafka(t *testing.T) {
 	defer dead.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := recoverDir(ctx, e.dir, e.ds, dead, e.tbl, newMetrics(newRegistry()), discardLogger()); err == nil {
+	if err := recoverDir(ctx, e.dir, e.ds, dead, e.tbl, [16]byte{}, newMetrics(newRegistry()), discardLogger()); err == nil {
 		t.Fatal("recovery went on without the committed offsets")
 	}
 	if len(readyFiles(t, e.dir)) != 1 {
@@ -263,7 +263,7 @@ func TestRecoveryCountsOnlyItsOwnCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, newMetrics(newRegistry()), discardLogger()); err != nil {
+	if err := recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, [16]byte{}, newMetrics(newRegistry()), discardLogger()); err != nil {
 		t.Fatal(err)
 	}
 	if exists(e.dir, mine) {
@@ -271,5 +271,51 @@ func TestRecoveryCountsOnlyItsOwnCommits(t *testing.T) {
 	}
 	if !exists(e.dir, ours) {
 		t.Error("a file our own commit covered was deleted: its rows would be lost")
+	}
+}
+
+// TestRecoveryKeepsFilesOfARecreatedTopic is the start after the topic was
+// deleted and created again: Kafka dropped the group's commits with the
+// old topic, and the new one has none. The old topic's rotated files are
+// committed data of it: kept for the uploader and the committer, or their
+// local copy deleted when already in the table; and they stay kept at
+// later starts, while a file of the new topic whose commit did not land
+// goes as before.
+func TestRecoveryKeepsFilesOfARecreatedTopic(t *testing.T) {
+	ctx := context.Background()
+	// The group lives on with a commit of the new topic's partition 3.
+	e := newRecoveryEnv(t, map[int32]int64{3: 0})
+	m := newMetrics(newRegistry())
+	oldID, newID := [16]byte{1}, [16]byte{2}
+	// The consumer started on the old topic: its id is recorded.
+	must(t, recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, oldID, m, discardLogger()))
+	keep := e.segmentFile(t, 0, 10, 40)
+	inTable := e.segmentFile(t, 1, 0, 9)
+	e.addToTable(t, inTable)
+
+	must(t, recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, newID, m, discardLogger()))
+	if !exists(e.dir, keep) {
+		t.Fatal("a rotated file of the old topic, not in the table, was deleted: its rows are lost")
+	}
+	if exists(e.dir, inTable) {
+		t.Error("a rotated file of the old topic already in the table was kept")
+	}
+
+	// A file rotated from the new topic whose commit never landed, then
+	// another start under the same id.
+	fresh := e.segmentFile(t, 2, 0, 5)
+	must(t, recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, newID, m, discardLogger()))
+	if !exists(e.dir, keep) {
+		t.Error("at the next start the old topic's file was judged by the new topic's offsets and deleted")
+	}
+	if exists(e.dir, fresh) {
+		t.Error("a file of the new topic whose commit never landed was kept: its rows would land twice")
+	}
+	rec, found, err := walfile.ReadTopicRecord(e.dir, e.ds.Topic)
+	if err != nil || !found {
+		t.Fatalf("topic id record: found %v, %v", found, err)
+	}
+	if len(rec.Older) != 1 || rec.Older[0] != keep.UUID {
+		t.Errorf("record lists %v as older, want only %s", rec.Older, keep.UUID)
 	}
 }

@@ -52,8 +52,27 @@ func generationLost(err error) bool {
 		errors.Is(err, kerr.FencedInstanceID)
 }
 
+// rebalancing reports whether an offset commit was refused because the
+// group is rebalancing (REBALANCE_IN_PROGRESS). The commit did not land,
+// and the rebalance may hand the partitions to another member, which then
+// reads from the offsets committed before. Retrying in place cannot help:
+// the commit runs while the poll loop holds the rebalance back
+// (BlockRebalanceOnPoll), so the rebalance it waits for never completes.
+// The partitions are handled as after a lost generation instead: the
+// files the commit would have covered are deleted and their records read
+// again from the committed offsets, by this member if the new assignment
+// gives the partitions back, by their new owner otherwise. Neither copy
+// is lost or doubled: the deleted files were never committed, and the
+// records they held are still after the committed offset.
+func rebalancing(err error) bool { return errors.Is(err, kerr.RebalanceInProgress) }
+
+// commitVoided reports whether a failed offset commit is handled in place
+// by dropGeneration rather than ending the consumer.
+func commitVoided(err error) bool { return generationLost(err) || rebalancing(err) }
+
 // dropGeneration handles every partition of the loop as recovery would
-// after a commit found the generation over (steps 1 and 2 above) and asks
+// after a commit found the generation over or the group rebalancing
+// (steps 1 and 2 above) and asks
 // the poll loop for step 3. It runs in the poll loop or in the revoke
 // callback; neither writes records meanwhile. An error is fatal: the
 // restart's recovery takes over.
@@ -75,8 +94,20 @@ func (l *loop) dropGeneration(ctx context.Context, cause error) error {
 	if err != nil {
 		return err
 	}
-	if err := recoverFiles(dir, l.ds, files, committed, nil, nil, l.c.m, log); err != nil {
+	// The files of an earlier topic of the same name that still wait are
+	// past their commit, as at start-up (topicgen.go).
+	older, err := olderFiles(dir, l.ds.Topic, [16]byte{}, files)
+	if err != nil {
 		return fmt.Errorf("dataset %s: after the group generation was lost: %w", l.ds.Name, err)
+	}
+	if err := recoverFiles(dir, l.ds, files, committed, nil, older, nil, l.c.m, log); err != nil {
+		return fmt.Errorf("dataset %s: after the group generation was lost: %w", l.ds.Name, err)
+	}
+	if rebalancing(cause) {
+		l.c.m.commitsRebalancing.WithLabelValues(l.ds.Name).Inc()
+		log.Warn("offset commit refused while the consumer group rebalances: the uncommitted files were handled as recovery would and the records are read again from the committed offsets, by this consumer or by the partitions' new owner",
+			"topic", l.ds.Topic, "group", l.ds.ConsumerGroup, "error", cause)
+		return nil
 	}
 	l.c.m.rejoins.WithLabelValues(l.ds.Name).Inc()
 	log.Warn("consumer group generation lost: the consumer was out of the group (paused longer than the session timeout?); its uncommitted files were handled as recovery would and it rejoins, reading again from the committed offsets",

@@ -164,7 +164,7 @@ func TestCrashAfterRollRedeliversRows(t *testing.T) {
 	// The crash: nothing more runs in this writer.
 
 	m := newMetrics(newRegistry())
-	if err := recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, m, discardLogger()); err != nil {
+	if err := recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, [16]byte{}, m, discardLogger()); err != nil {
 		t.Fatal(err)
 	}
 	if got := testutil.ToFloat64(m.recovered.WithLabelValues("clicks", ActionDeleteUncommitted)); got != 2 {

@@ -47,7 +47,7 @@ func TestRecoveryRefusesWithoutWALID(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, newMetrics(newRegistry()), discardLogger())
+			err = recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, [16]byte{}, newMetrics(newRegistry()), discardLogger())
 			var ie *walfile.IDError
 			if !errors.As(err, &ie) || ie.Path != idPath {
 				t.Fatalf("recovery with the id %s: %v, want a refusal naming %s", damage, err, idPath)
@@ -63,7 +63,7 @@ func TestRecoveryRefusesWithoutWALID(t *testing.T) {
 			if err := os.WriteFile(idPath, []byte(id+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, newMetrics(newRegistry()), discardLogger()); err != nil {
+			if err := recoverDir(ctx, e.dir, e.ds, e.cl, e.tbl, [16]byte{}, newMetrics(newRegistry()), discardLogger()); err != nil {
 				t.Fatal(err)
 			}
 			if !exists(e.dir, a) || !exists(e.dir, b) {

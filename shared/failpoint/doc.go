@@ -52,6 +52,8 @@
 //	consumer.during-recovery    recovery deleted a ready file but not yet its marker
 //	consumer.generation-lost    an offset commit found the group generation over (consumer/rejoin.go);
 //	                            the partitions' open segments and ready files not yet handled
+//	consumer.before-topic-record recovery is done, the topic's id record (consumer/topicgen.go)
+//	                            not yet written: hit at every start of a dataset's consumer
 //
 // Uploader, in the order of one upload (uploader/uploader.go):
 //

@@ -22,30 +22,31 @@ const ExitCode = 77
 // The failpoints of the record path, in record-path order; the package doc
 // tells where each one is.
 const (
-	ConsumerBeforeRename    = "consumer.before-rename"
-	ConsumerAfterRoll       = "consumer.after-roll"
-	ConsumerBeforeDirSync   = "consumer.before-dir-sync"
-	ConsumerAfterRename     = "consumer.after-rename"
-	ConsumerAfterCommit     = "consumer.after-commit"
-	ConsumerDuringRecovery  = "consumer.during-recovery"
-	ConsumerGenerationLost  = "consumer.generation-lost"
-	UploaderBeforeObject    = "uploader.before-object"
-	UploaderBeforeMarker    = "uploader.before-marker"
-	UploaderAfterMarker     = "uploader.after-marker"
-	QuarantineBeforeNote    = "quarantine.before-note"
-	CommitterAfterAppend    = "committer.after-append"
-	CommitterBetweenDeletes = "committer.between-deletes"
-	CommitterAfterDataset   = "committer.after-dataset"
-	MaintainerAfterExpire   = "maintainer.after-expire"
-	MaintainerAfterManifest = "maintainer.after-manifests"
-	MaintainerAfterCompact  = "maintainer.after-compact"
-	PauseAfterRecord        = "pause.after-record"
+	ConsumerBeforeRename      = "consumer.before-rename"
+	ConsumerAfterRoll         = "consumer.after-roll"
+	ConsumerBeforeDirSync     = "consumer.before-dir-sync"
+	ConsumerAfterRename       = "consumer.after-rename"
+	ConsumerAfterCommit       = "consumer.after-commit"
+	ConsumerDuringRecovery    = "consumer.during-recovery"
+	ConsumerGenerationLost    = "consumer.generation-lost"
+	ConsumerBeforeTopicRecord = "consumer.before-topic-record"
+	UploaderBeforeObject      = "uploader.before-object"
+	UploaderBeforeMarker      = "uploader.before-marker"
+	UploaderAfterMarker       = "uploader.after-marker"
+	QuarantineBeforeNote      = "quarantine.before-note"
+	CommitterAfterAppend      = "committer.after-append"
+	CommitterBetweenDeletes   = "committer.between-deletes"
+	CommitterAfterDataset     = "committer.after-dataset"
+	MaintainerAfterExpire     = "maintainer.after-expire"
+	MaintainerAfterManifest   = "maintainer.after-manifests"
+	MaintainerAfterCompact    = "maintainer.after-compact"
+	PauseAfterRecord          = "pause.after-record"
 )
 
 // Names returns every failpoint name, in record-path order.
 func Names() []string {
 	return []string{
-		ConsumerBeforeRename, ConsumerAfterRoll, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery, ConsumerGenerationLost,
+		ConsumerBeforeRename, ConsumerAfterRoll, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery, ConsumerGenerationLost, ConsumerBeforeTopicRecord,
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker, QuarantineBeforeNote,
 		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset,
 		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,
