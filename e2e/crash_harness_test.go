@@ -149,7 +149,11 @@ type instanceOptions struct {
 // instance is one ingestor deployment: a WAL directory and a config file,
 // run as `ingestor run` or as the three roles apart.
 type instance struct {
-	w       *world
+	w *world
+	// t is the test that owns the instance: the world's test, or the
+	// subtest newInstanceFor was given, so that instances of parallel
+	// subtests fail and log in their own subtest.
+	t       *testing.T
 	name    string
 	dir     string
 	walDir  string
@@ -164,6 +168,12 @@ type instance struct {
 
 func (w *world) newInstance(name string, o instanceOptions) *instance {
 	w.t.Helper()
+	return w.newInstanceFor(w.t, name, o)
+}
+
+// newInstanceFor is newInstance for an instance owned by the subtest t.
+func (w *world) newInstanceFor(t *testing.T, name string, o instanceOptions) *instance {
+	t.Helper()
 	if o.maxFileAgeMinutes == 0 {
 		o.maxFileAgeMinutes = 0.03
 	}
@@ -173,12 +183,12 @@ func (w *world) newInstance(name string, o instanceOptions) *instance {
 	if o.commitInterval == 0 {
 		o.commitInterval = 1
 	}
-	in := &instance{w: w, name: name, dir: filepath.Join(w.dir, name), env: o.env, procs: map[string]*xproc{}}
+	in := &instance{w: w, t: t, name: name, dir: filepath.Join(w.dir, name), env: o.env, procs: map[string]*xproc{}}
 	in.walDir = filepath.Join(in.dir, "wal")
 	if err := os.MkdirAll(in.walDir, 0o755); err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
-	ports := freePorts(w.t, 5)
+	ports := freePorts(t, 5)
 	in.metrics = map[string]string{}
 	for i, r := range []string{"supervisor", "consumer", "uploader", "committer", "maintainer"} {
 		in.metrics[r] = fmt.Sprintf("127.0.0.1:%d", ports[i])
@@ -235,11 +245,11 @@ catalog:
 	}
 	in.cfgPath = filepath.Join(in.dir, "ingestor.yaml")
 	if err := os.WriteFile(in.cfgPath, []byte(b.String()), 0o644); err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
 	cfg, err := config.Load(in.cfgPath)
 	if err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
 	in.cfg = cfg
 	return in
@@ -278,17 +288,17 @@ func (p *xproc) exitCode() int {
 // start starts `ingestor <what> --config` for the instance; what is "run"
 // or a role. Its output is appended to <instance dir>/<what>.log.
 func (in *instance) start(what string) *xproc {
-	in.w.t.Helper()
+	in.t.Helper()
 	logf, err := os.OpenFile(filepath.Join(in.dir, what+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		in.w.t.Fatal(err)
+		in.t.Fatal(err)
 	}
 	cmd := exec.Command(binary, what, "--config", in.cfgPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The children of `run` inherit this environment.
 	cmd.Env = append(os.Environ(), in.env...)
 	if err := cmd.Start(); err != nil {
-		in.w.t.Fatal(err)
+		in.t.Fatal(err)
 	}
 	logf.Close() // the child holds its own descriptor
 	p := &xproc{name: in.name + "/" + what, cmd: cmd, done: make(chan struct{})}
@@ -409,7 +419,7 @@ func (in *instance) log(what string) string {
 
 // dumpLogs prints the tail of each log of the instance when the test failed.
 func (in *instance) dumpLogs() {
-	if !in.w.t.Failed() {
+	if !in.t.Failed() {
 		return
 	}
 	for _, what := range []string{"run", "consumer", "uploader", "committer"} {
@@ -420,7 +430,7 @@ func (in *instance) dumpLogs() {
 		if len(b) > 15000 {
 			b = b[len(b)-15000:]
 		}
-		in.w.t.Logf("log of %s/%s (tail):\n%s", in.name, what, b)
+		in.t.Logf("log of %s/%s (tail):\n%s", in.name, what, b)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,21 +52,40 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// freePorts returns n distinct free loopback ports.
+// handedOut holds every port freePorts returned: instances of parallel
+// subtests take ports at once, and a port closed by one call must not be
+// handed to another before its process binds it.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePorts returns n distinct free loopback ports, none returned before
+// in this test binary.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
 	var ports []int
-	for i := 0; i < n; i++ {
+	for len(ports) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Held open until the end, so that the kernel gives each a new port.
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+		port := l.Addr().(*net.TCPAddr).Port
+		if handedOut.ports[port] {
+			continue
+		}
+		handedOut.ports[port] = true
+		ports = append(ports, port)
 	}
 	return ports
 }
