@@ -11,6 +11,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 const (
@@ -174,7 +176,7 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 			}
 		}
 		tx := tbl.NewTransaction()
-		rw := tx.NewRewrite(nil)
+		rw := tx.NewRewrite(iceberg.Properties{tables.SummaryUpkeep: tables.UpkeepCompaction})
 		for _, c := range done {
 			rw.ApplyResult(table.CompactionGroupResult{OldDataFiles: c.old, NewDataFiles: []iceberg.DataFile{c.added}, BytesBefore: c.bytes})
 		}

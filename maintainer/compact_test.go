@@ -198,6 +198,16 @@ func TestCompactionWritesLikeTheConsumerInSortOrder(t *testing.T) {
 	if op := tbl.CurrentSnapshot().Summary.Operation; op != table.OpReplace {
 		t.Errorf("compaction snapshot operation %q, want %q", op, table.OpReplace)
 	}
+	// Who made it, for `ingestor table snapshots`; and Iceberg's own counts.
+	sum := tbl.CurrentSnapshot().Summary.Properties
+	if got := sum[tables.SummaryUpkeep]; got != tables.UpkeepCompaction {
+		t.Errorf("compaction snapshot's %s = %q, want %q", tables.SummaryUpkeep, got, tables.UpkeepCompaction)
+	}
+	for _, k := range []string{"added-data-files", "deleted-data-files", "total-records"} {
+		if sum[k] == "" {
+			t.Errorf("compaction snapshot's summary has no %s: %v", k, sum)
+		}
+	}
 	if got := ids(t, tbl); !slices.Equal(got, want) {
 		t.Errorf("ids after compaction: %d rows, want %d", len(got), len(want))
 	}

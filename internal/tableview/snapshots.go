@@ -79,6 +79,9 @@ func by(p iceberg.Properties) string {
 	if d := p[tables.SummaryDataset]; d != "" {
 		return ByIngestor + " (dataset " + d + ")"
 	}
+	if u := p[tables.SummaryUpkeep]; u != "" {
+		return ByIngestor + " maintainer (" + u + ")"
+	}
 	if e := p[iceberg.EnvironmentEngineNameKey]; e != "" {
 		if ver := p[iceberg.EnvironmentEngineVersionKey]; ver != "" {
 			return e + " " + ver

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icewal/ingestor/internal/devenv"
@@ -308,5 +309,14 @@ func TestPartitionText(t *testing.T) {
 	}
 	if p, err := ParsePartition("tenant=acme/ts_day=2024-03-01"); err != nil || p["ts_day"] != "2024-03-01" || len(p) != 2 {
 		t.Errorf("ParsePartition of a path-style filter = %v, %v", p, err)
+	}
+}
+
+// TestByNamesTheMaintainersCompaction: a compaction's replace is named as
+// the maintainer's, not as an unknown engine's.
+func TestByNamesTheMaintainersCompaction(t *testing.T) {
+	got := by(iceberg.Properties{tables.SummaryUpkeep: tables.UpkeepCompaction, "added-data-files": "1"})
+	if want := "ingestor maintainer (compaction)"; got != want {
+		t.Errorf("by = %q, want %q", got, want)
 	}
 }

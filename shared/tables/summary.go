@@ -16,6 +16,12 @@ const (
 	// SummaryFiles lists, separated by spaces, the UUIDs of the WAL
 	// segments the append added.
 	SummaryFiles = "ingestor.files"
+	// SummaryUpkeep names the maintainer's step that made a snapshot
+	// (UpkeepCompaction), so that `ingestor table snapshots` can say who
+	// made it. It names no segment: "in the table" never reads it.
+	SummaryUpkeep = "ingestor.upkeep"
+	// UpkeepCompaction is SummaryUpkeep's value on a compaction's replace.
+	UpkeepCompaction = "compaction"
 )
 
 // SnapshotProperties returns the summary properties of an append that adds
