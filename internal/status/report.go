@@ -196,18 +196,9 @@ type FileCount struct {
 	Bytes int64 `json:"bytes"`
 }
 
-// CommitError is a failed commit attempt as the committer reports it.
-type CommitError struct {
-	// Time is when the attempt failed; AgeSeconds how long ago.
-	Time       time.Time `json:"time"`
-	AgeSeconds float64   `json:"age_seconds"`
-	// Reason is conflict, unknown (the outcome is not known) or error.
-	Reason string `json:"reason"`
-	// Step is what the committer was doing.
-	Step string `json:"step"`
-	// Error is the error's text, cleared of secrets.
-	Error string `json:"error"`
-}
+// CommitError is a failed commit attempt as the committer reports it; the
+// report shows it as it came, secrets masked again.
+type CommitError = rolestatus.CommitError
 
 // Options tune a Collector.
 type Options struct {
