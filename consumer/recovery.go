@@ -80,8 +80,10 @@ func recoverDir(ctx context.Context, dir string, ds config.Dataset, cl *kgo.Clie
 		}
 	}
 	if topicID == ([16]byte{}) {
-		// The brokers did not give the id: the record stays as it is, and
-		// the watchdog records the id when it first sees it.
+		// The brokers did not give the id: the record stays as it is. A
+		// recreation while this run lasts is then not told apart by the
+		// record (the watchdog still sees the id change and restarts the
+		// consumer); the next start that learns the id writes it.
 		return nil
 	}
 	// The record is written before the client joins the group: nothing of

@@ -40,10 +40,7 @@ func olderFiles(dir, topic string, id [16]byte, files []walfile.File) (map[uuid.
 	if err != nil || !found {
 		return nil, err
 	}
-	older := map[uuid.UUID]bool{}
-	for _, u := range rec.Older {
-		older[u] = true
-	}
+	older := rec.OlderSet()
 	if id != ([16]byte{}) && rec.ID != hex.EncodeToString(id[:]) {
 		for _, f := range files {
 			if f.Topic == topic && f.State == walfile.Ready {

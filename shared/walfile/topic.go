@@ -66,9 +66,14 @@ func OlderSegments(dir, topic string) (map[uuid.UUID]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	older := map[uuid.UUID]bool{}
-	for _, u := range rec.Older {
+	return rec.OlderSet(), nil
+}
+
+// OlderSet returns the segments Older lists, as a set.
+func (r TopicRecord) OlderSet() map[uuid.UUID]bool {
+	older := make(map[uuid.UUID]bool, len(r.Older))
+	for _, u := range r.Older {
 		older[u] = true
 	}
-	return older, nil
+	return older
 }
