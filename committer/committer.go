@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +65,10 @@ type Committer struct {
 	beforeCommit func(ctx context.Context, dataset string, attempt int)
 
 	lastErrors commitErrors // the last failure of each dataset, for Status
+
+	// lastHandoff is when each dataset last applied hand-offs without an
+	// append (an idle dataset's compactions still go in), by index.
+	lastHandoff []time.Time
 }
 
 // New builds the committer of cfg's datasets. It connects to nothing yet.
@@ -91,6 +94,8 @@ func New(cfg *config.Config, opts role.Options) (*Committer, error) {
 		log:      opts.Logger.With("role", role.Committer),
 		metrics:  m,
 		interval: jittered(cfg.CommitInterval(), host+"/"+strconv.Itoa(os.Getpid())),
+
+		lastHandoff: make([]time.Time, len(cfg.Datasets)),
 	}, nil
 }
 
@@ -172,8 +177,16 @@ func (c *Committer) passDue(ctx context.Context, last []time.Time, now time.Time
 			continue
 		}
 		wg.Go(func() {
-			if c.commitDataset(ctx, d, settle, now) && last != nil {
+			tried, after := c.commitDataset(ctx, d, settle, now)
+			if tried && last != nil {
 				last[i] = now
+			}
+			// The maintainer's compactions go in after the append, on
+			// the table it left (tables.ApplyHandoff), at most once an
+			// interval.
+			if tried || last == nil || now.Sub(c.lastHandoff[i]) >= c.interval {
+				c.lastHandoff[i] = now
+				c.applyHandoffs(ctx, c.log.With("dataset", d.Name, "topic", d.Topic), d, after)
 			}
 		})
 	}
@@ -256,8 +269,9 @@ func (c *Committer) closeCatalog() {
 // uploaded files wait for their offset commit and the oldest upload is
 // younger than an interval, so that files that rotated together are
 // committed together; now is the time those ages count to. It reports
-// whether it tried an append.
-func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle time.Duration, now time.Time) bool {
+// whether it tried an append, and the table after the append when one
+// landed.
+func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle time.Duration, now time.Time) (tried bool, after *table.Table) {
 	log := c.log.With("dataset", d.Name, "topic", d.Topic)
 	fail := func(reason, msg string, err error) {
 		c.metrics.failures.WithLabelValues(d.Name, reason).Inc()
@@ -270,21 +284,21 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 	pending, unuploaded, err := c.collect(d)
 	if err != nil {
 		fail(reasonError, "list wal dir", err)
-		return true
+		return true, nil
 	}
 	if len(pending) == 0 {
 		c.metrics.waiting.WithLabelValues(d.Name).Set(0)
-		return false
+		return false, nil
 	}
 	if settle > 0 && unuploaded > 0 && !uploadedBefore(pending, now.Add(-settle)) {
-		return false
+		return false, nil
 	}
 	// Offsets first: they are cheap to fetch, and a due batch may wait
 	// for them without loading the table at every poll.
 	keep, waiting, err := c.offsetsCommitted(ctx, d, pending)
 	if err != nil {
 		fail(reasonError, "fetch committed offsets", err)
-		return true
+		return true, nil
 	}
 	// The consumer commits the offsets of a rotation once all its files
 	// are closed, which for hundreds of segments takes seconds, and their
@@ -292,22 +306,22 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 	// upload is an interval old, then leave the files without one to the
 	// next interval.
 	if settle > 0 && len(waiting) > 0 && !uploadedBefore(pending, now.Add(-c.interval)) {
-		return false
+		return false, nil
 	}
 	cat, err := c.catalog(ctx)
 	if err != nil {
 		fail(reasonError, "open catalog", err)
-		return true
+		return true, nil
 	}
 	tbl, err := tables.Load(ctx, cat, d)
 	if err != nil {
 		fail(reasonError, "load table", err)
-		return true
+		return true, nil
 	}
 	// Every segment the table holds already goes, whatever its offsets say.
 	if pending, err = c.dropInTable(ctx, log, tbl, pending); err != nil {
 		fail(reasonError, "check which segments the table holds", err)
-		return true
+		return true, nil
 	}
 	past := map[uuid.UUID]bool{} // offset committed past the file
 	for _, s := range keep {
@@ -326,7 +340,7 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 		// reload may find it recreated.
 		if err := c.checkIdentities(log, d, tbl, pending); err != nil {
 			fail(reasonIdentity, "check the table the segments were written for", err)
-			return true
+			return true, nil
 		}
 		files, ids, rows, ok := c.dataFiles(log, tbl, pending)
 		if !ok && attempt == 1 {
@@ -335,7 +349,7 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 			c.metrics.failures.WithLabelValues(d.Name, reasonError).Inc()
 		}
 		if len(files) == 0 {
-			return true
+			return true, nil
 		}
 		batch := pending[:0:0]
 		for _, s := range pending {
@@ -361,37 +375,37 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 				"attempts", attempt, "duration_ms", time.Since(start).Milliseconds())
 			c.removeLocal(log, batch)
 			failpoint.Hit(failpoint.CommitterAfterDataset)
-			return true
+			return true, next
 		case errors.Is(err, errNotCommitted):
 			fail(reasonError, "prepare append", err)
-			return true
-		case isConflict(err) && attempt < maxAttempts && ctx.Err() == nil:
+			return true, nil
+		case tables.IsConflict(err) && attempt < maxAttempts && ctx.Err() == nil:
 			c.metrics.failures.WithLabelValues(d.Name, reasonConflict).Inc()
 			log.Info("commit conflict, reloading the table", "attempt", attempt, "err", err)
 			if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
 				fail(reasonError, "reload table after a conflict", err)
-				return true
+				return true, nil
 			}
 			// The reloaded table may hold some of the batch already:
 			// only a crash or an unknown outcome before could do that,
 			// but the check is what keeps an append exactly once.
 			if pending, err = c.dropInTable(ctx, log, tbl, pending); err != nil {
 				fail(reasonError, "check which segments the reloaded table holds", err)
-				return true
+				return true, nil
 			}
 			backoff(ctx, attempt)
-		case isConflict(err):
+		case tables.IsConflict(err):
 			fail(reasonConflict, "commit conflicts persist; retrying at the next interval", err)
-			return true
+			return true, nil
 		default:
 			// The catalog may have applied the append. Nothing is deleted:
 			// the next pass reloads the table, and SegmentsInTable tells
 			// whether these segments are in it.
 			fail(reasonUnknown, "commit outcome unknown; the next interval checks the table", err)
-			return true
+			return true, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 // errNotCommitted marks an error before the catalog commit: nothing changed.
@@ -427,19 +441,6 @@ func (c *Committer) append(ctx context.Context, d config.Dataset, tbl *table.Tab
 		return nil, fmt.Errorf("commit %d files to %s: %w", len(files), d.Table, err)
 	}
 	return next, nil
-}
-
-// isConflict reports whether err says another writer changed the table
-// first and nothing was committed, so that the append can be redone on the
-// reloaded table. The SQL catalog returns such conflicts as plain
-// requirement errors (`requirement failed: branch "main" has changed`, or
-// `... was created concurrently` for a table's first snapshot); it checks
-// requirements before it writes anything.
-func isConflict(err error) bool {
-	if errors.Is(err, table.ErrCommitFailed) {
-		return true
-	}
-	return strings.Contains(strings.ToLower(err.Error()), "requirement failed:")
 }
 
 func backoff(ctx context.Context, attempt int) {

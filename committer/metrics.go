@@ -37,7 +37,18 @@ type metrics struct {
 	// stopped is 1 while a dataset's appends are stopped by such a
 	// segment.
 	stopped *prometheus.GaugeVec
+	// handoffs counts the groups of the maintainer's compaction hand-offs
+	// by outcome (handoffApplied, handoffDropped); handoffFailures the
+	// hand-offs whose replace could not be committed this time.
+	handoffs        *prometheus.CounterVec
+	handoffFailures *prometheus.CounterVec
 }
+
+// Outcomes of a hand-off's group, the values of the outcome label.
+const (
+	handoffApplied = "applied" // its replace is committed (by this process, or before a crash)
+	handoffDropped = "dropped" // another writer replaced its files first; its file is an orphan
+)
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
@@ -86,8 +97,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_committer_appends_stopped",
 			Help: "1 while the dataset's appends are stopped: some of its segments were written for another table than the catalog holds now (see docs/operations.md, \"Table identity\").",
 		}, []string{"dataset"}),
+		handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_compactions_total",
+			Help: "Compacted files of the maintainer's hand-offs, by outcome: applied (their replace committed after an append) or dropped (another writer replaced their files first; nothing lost, the file is left to the orphan cleanup).",
+		}, []string{"dataset", "outcome"}),
+		handoffFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_compaction_failures_total",
+			Help: "Hand-offs of the maintainer whose replace could not be committed at this pass; retried at the next, appends unaffected.",
+		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped} {
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped, m.handoffs, m.handoffFailures} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
@@ -105,6 +124,9 @@ func (m *metrics) initDataset(name string) {
 	m.quarantined.WithLabelValues(name, walfile.ReasonBadMarker)
 	m.identity.WithLabelValues(name)
 	m.stopped.WithLabelValues(name)
+	m.handoffs.WithLabelValues(name, handoffApplied)
+	m.handoffs.WithLabelValues(name, handoffDropped)
+	m.handoffFailures.WithLabelValues(name)
 	for _, r := range []string{reasonConflict, reasonUnknown, reasonError, reasonIdentity} {
 		m.failures.WithLabelValues(name, r)
 	}

@@ -7,12 +7,13 @@ import (
 	"math"
 	"time"
 
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
+	"github.com/google/uuid"
+
 	"github.com/icewal/ingestor/shared/tables"
+	"github.com/icewal/ingestor/shared/walfile"
 )
 
 const (
@@ -24,19 +25,17 @@ const (
 	// table catching up after an outage is worked down over several
 	// short passes.
 	maxCompactGroups = 16
-	// maxCompactAttempts bounds the commits of a compaction in one pass.
-	// More than the other steps: its retry is one reload and one commit
-	// of files already written, and a committer at a short interval
-	// appends between most reloads and commits.
-	maxCompactAttempts = 12
 )
 
-// compaction is what one pass's compaction step staged.
+// compactionPlan is what one pass's compaction step staged.
 type compactionPlan struct {
 	groups int
 	files  int   // input files
 	bytes  int64 // input bytes, which the step reads and writes again
 	small  int   // files under half the target before the step
+	// handoffs is the number of the dataset's hand-off notes that were
+	// still waiting for the committer, so that no group was planned.
+	handoffs int
 }
 
 // targetFileSize is the table's write.target-file-size-bytes, else
@@ -112,26 +111,40 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]ta
 }
 
 // compact is the compaction step: it plans the groups, writes each
-// group's file (compactGroup), then commits one replace of them all. The
-// slow part, reading and writing data, happens before the commit and is
-// done once: when the committer appended in between, the commit fails its
-// requirement, and the same files are committed again on the reloaded
-// table, minus the groups whose inputs are no longer live (another
-// maintainer compacted them). An append only adds files, so a conflict
-// with one never drops a group. The commit itself is metadata only, so
-// the window in which it can make an append retry is short.
+// group's file (compactGroup), then leaves their replace to the committer
+// in a hand-off note (walfile.Handoff) instead of committing it: the
+// committer, this pod's one writer of the table's metadata, applies it
+// right after its next append (tables.ApplyHandoff), so the replace never
+// races an append of its own pod, and an append never waits for it. The
+// slow part, reading and writing data, is done here, once.
 //
-// It returns the table after the commit, or tbl when nothing was
-// committed.
-func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.Catalog, tbl *table.Table) (*table.Table, compactionPlan, error) {
+// While a note of the dataset waits for the committer, no new group is
+// planned: the files it replaces are still live, and would be planned
+// again.
+//
+// Crash ordering: dying while the files are written, or after and before
+// the note, leaves objects no metadata refers to, which the orphan
+// cleanup deletes once they are older than its margin; dying after the
+// note (failpoint maintainer.after-compact) leaves it to the committer.
+func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, tbl *table.Table, d string) (compactionPlan, error) {
+	var p compactionPlan
+	waiting, _, err := walfile.ListHandoffs(m.dir, d)
+	if err != nil {
+		return p, err
+	}
+	if len(waiting) > 0 {
+		p.handoffs = len(waiting)
+		log.Debug("compaction waits for the committer to apply its hand-off", "handoffs", len(waiting))
+		return p, nil
+	}
 	groups, p, err := m.planCompaction(ctx, tbl)
 	if err != nil || len(groups) == 0 {
-		return tbl, p, err
+		return p, err
 	}
-	base := tbl.CurrentSnapshot().SnapshotID
 	var done []compacted
-	// cleanup deletes the written files of the groups not committed.
-	// They are orphans, which the orphan cleanup would also find, later.
+	// cleanup deletes the written files of a step that gives up before
+	// its note. They are orphans, which the orphan cleanup would also
+	// find, later.
 	cleanup := func(cs []compacted) {
 		fs, err := tbl.FS(context.WithoutCancel(ctx))
 		if err != nil {
@@ -139,15 +152,15 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 		}
 		for _, c := range cs {
 			if err := fs.Remove(c.added.FilePath()); err != nil {
-				log.Warn("delete an uncommitted compacted file; the orphan cleanup deletes it later", "file", c.added.FilePath(), "err", err)
+				log.Warn("delete an unused compacted file; the orphan cleanup deletes it later", "file", c.added.FilePath(), "err", err)
 			}
 		}
 	}
 	start := time.Now()
 	for _, g := range groups {
 		// A pass on a busy machine may not write every group: once half
-		// the pass's time is gone, the groups written so far are
-		// committed and the rest wait for the next pass.
+		// the pass's time is gone, the groups written so far are handed
+		// off and the rest wait for the next pass.
 		if dl, ok := ctx.Deadline(); ok && len(done) > 0 && time.Since(start) > time.Until(dl) {
 			log.Info("compaction step out of time; the next pass writes the remaining groups", "written", len(done), "groups", len(groups))
 			break
@@ -155,100 +168,34 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 		c, err := compactGroup(ctx, tbl, g)
 		if err != nil {
 			cleanup(done)
-			return tbl, p, fmt.Errorf("compact %d files of partition %s: %w", len(g.Tasks), g.PartitionKey, err)
+			return p, fmt.Errorf("compact %d files of partition %s: %w", len(g.Tasks), g.PartitionKey, err)
 		}
 		done = append(done, c)
 	}
-	for attempt := 1; ; attempt++ {
-		var gone []compacted
-		// Appends since the plan leave every input live: the retry needs
-		// no new file listing, only the reloaded table, so it is quick
-		// enough to land between two appends of a busy committer.
-		if attempt > 1 && !onlyAppendsSince(tbl, base) {
-			done, gone, err = stillLive(ctx, tbl, done)
-			if err != nil {
-				cleanup(append(done, gone...))
-				return tbl, p, err
-			}
-			cleanup(gone)
-			if len(done) == 0 {
-				return tbl, p, nil
-			}
-		}
-		tx := tbl.NewTransaction()
-		rw := tx.NewRewrite(iceberg.Properties{tables.SummaryUpkeep: tables.UpkeepCompaction})
-		for _, c := range done {
-			rw.ApplyResult(table.CompactionGroupResult{OldDataFiles: c.old, NewDataFiles: []iceberg.DataFile{c.added}, BytesBefore: c.bytes})
-		}
-		if err := rw.Commit(ctx); err != nil {
+	h := walfile.Handoff{ID: uuid.New(), Dataset: d, TableUUID: tbl.Metadata().TableUUID(), Written: time.Now().UTC()}
+	for _, c := range done {
+		part, err := tables.EncodePartition(c.added.Partition())
+		if err != nil {
 			cleanup(done)
-			return tbl, p, fmt.Errorf("stage the replace of %d groups: %w", len(done), err)
+			return p, err
 		}
-		if m.beforeCommit != nil {
-			m.beforeCommit(attempt)
+		g := walfile.HandoffGroup{
+			File: c.added.FilePath(), Size: c.added.FileSizeBytes(), Rows: c.added.Count(), ReplacedBytes: c.bytes,
+			SpecID: int(c.added.SpecID()), SchemaID: c.schemaID, SortOrderID: c.sortOrderID, Partition: part,
 		}
-		next, err := tx.Commit(ctx)
-		if err == nil {
-			for _, c := range done {
-				p.groups++
-				p.files += len(c.old)
-				p.bytes += c.bytes
-			}
-			return next, p, nil
-		}
-		if !isConflict(err) {
-			// The outcome is unknown: the replace may have landed, and
-			// its files with it. Nothing is deleted.
-			return tbl, p, fmt.Errorf("commit the replace (attempt %d): %w", attempt, err)
-		}
-		if attempt >= maxCompactAttempts || ctx.Err() != nil {
-			cleanup(done)
-			return tbl, p, fmt.Errorf("commit the replace (attempt %d): %w", attempt, err)
-		}
-		if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
-			cleanup(done)
-			return tbl, p, fmt.Errorf("reload table after a conflict: %w", err)
-		}
-	}
-}
-
-// onlyAppendsSince reports whether every snapshot of tbl's current
-// lineage after base is an append: then the data files live at base
-// still are.
-func onlyAppendsSince(tbl *table.Table, base int64) bool {
-	meta := tbl.Metadata()
-	for s := tbl.CurrentSnapshot(); s != nil && s.SnapshotID != base; {
-		if s.Summary == nil || s.Summary.Operation != table.OpAppend || s.ParentSnapshotID == nil {
-			return false
-		}
-		if s = meta.SnapshotByID(*s.ParentSnapshotID); s == nil {
-			return false // expired in between: list the files
-		}
-	}
-	return true
-}
-
-// stillLive splits cs into the groups whose input files are all live data
-// files of tbl's current snapshot and those of which some are not.
-func stillLive(ctx context.Context, tbl *table.Table, cs []compacted) (live, gone []compacted, err error) {
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("plan files after a conflict: %w", err)
-	}
-	paths := make(map[string]bool, len(tasks))
-	for _, t := range tasks {
-		paths[t.File.FilePath()] = true
-	}
-	for _, c := range cs {
-		ok := true
 		for _, f := range c.old {
-			ok = ok && paths[f.FilePath()]
+			g.Replaced = append(g.Replaced, f.FilePath())
 		}
-		if ok {
-			live = append(live, c)
-		} else {
-			gone = append(gone, c)
-		}
+		h.Groups = append(h.Groups, g)
 	}
-	return live, gone, nil
+	if err := walfile.WriteHandoff(m.dir, h); err != nil {
+		cleanup(done)
+		return p, err
+	}
+	for _, c := range done {
+		p.groups++
+		p.files += len(c.old)
+		p.bytes += c.bytes
+	}
+	return p, nil
 }

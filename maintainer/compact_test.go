@@ -182,7 +182,7 @@ func TestCompactionWritesLikeTheConsumerInSortOrder(t *testing.T) {
 	slices.Sort(want)
 
 	m, _ := newMaintainer(t, cfg)
-	m.pass(context.Background())
+	passAndCommit(t, m, cfg)
 	tbl := loadTable(t, cfg)
 	files := liveFiles(t, tbl)
 	if len(files) != 1 {
@@ -291,10 +291,11 @@ func readIDs(t *testing.T, r *file.Reader) []int64 {
 	return out
 }
 
-// The committer appends between the compaction's writing of its file and
-// its commit: the replace fails its requirement and is committed again on
-// the reloaded table with the same file, which is not written twice; the
-// append stays, no row lost or doubled.
+// Another writer (another pod's committer) appends between the staging of
+// the hand-off's replace and its commit: the replace fails its
+// requirement and is committed again on the reloaded table with the same
+// file, which is not written twice; the append stays, no row lost or
+// doubled.
 func TestCompactionConflictCommitsTheSameFileAgain(t *testing.T) {
 	dir := t.TempDir()
 	cfg := wideConfig(dir, nil)
@@ -305,15 +306,18 @@ func TestCompactionConflictCommitsTheSameFileAgain(t *testing.T) {
 		want = append(want, i)
 	}
 	m, _ := newMaintainer(t, cfg)
+	m.pass(context.Background())
 	var attempts []int
-	m.beforeCommit = func(attempt int) {
+	res := commitHandoffs(t, cfg, func(attempt int) {
 		attempts = append(attempts, attempt)
 		if attempt == 1 && len(attempts) == 1 {
-			appendNotes(t, cfg, []int64{100}) // the committer, first
+			appendNotes(t, cfg, []int64{100}) // another pod's committer, first
 		}
-	}
-	m.pass(context.Background())
+	})
 	want = append(want, 100)
+	if res.Applied != 1 || res.Attempts != 2 {
+		t.Errorf("hand-off applied %d groups in %d attempts, want 1 in 2", res.Applied, res.Attempts)
+	}
 	if !slices.Equal(attempts, []int{1, 2}) {
 		t.Errorf("commit attempts %v, want [1 2]", attempts)
 	}
@@ -355,7 +359,7 @@ func TestCompactionRewritesEachByteOncePerLevel(t *testing.T) {
 		}
 		want = append(want, ids...)
 		appended += appendNotes(t, cfg, ids)
-		m.pass(context.Background())
+		passAndCommit(t, m, cfg)
 	}
 	tbl := loadTable(t, cfg)
 	rewritten := testutil.ToFloat64(m.metrics.rewrittenBytes.WithLabelValues("events"))

@@ -33,6 +33,7 @@ const (
 // Maintainer keeps the datasets' tables healthy; see the package doc.
 type Maintainer struct {
 	cfg      *config.Config
+	dir      string // the WAL directory, where compaction leaves its hand-offs
 	log      *slog.Logger
 	metrics  *metrics
 	interval time.Duration
@@ -61,6 +62,9 @@ type Maintainer struct {
 // New builds the maintainer of cfg's datasets. It connects to nothing yet.
 func New(cfg *config.Config, opts role.Options) (*Maintainer, error) {
 	opts = opts.Defaults()
+	if cfg.Ingestion.WAL.Dir == "" {
+		return nil, errors.New("maintainer: no WAL directory")
+	}
 	if cfg.MaintenanceInterval() <= 0 {
 		return nil, fmt.Errorf("maintainer: maintenance interval %s is not positive", cfg.MaintenanceInterval())
 	}
@@ -73,6 +77,7 @@ func New(cfg *config.Config, opts role.Options) (*Maintainer, error) {
 	}
 	return &Maintainer{
 		cfg:      cfg,
+		dir:      cfg.Ingestion.WAL.Dir,
 		log:      opts.Logger,
 		metrics:  m,
 		interval: cfg.MaintenanceInterval(),
@@ -85,8 +90,9 @@ func New(cfg *config.Config, opts role.Options) (*Maintainer, error) {
 }
 
 // Run upkeeps every dataset's table once per interval until ctx is
-// cancelled. Upkeep holds no local state, so the drain is only the end of
-// the pass under way: a step cut short commits nothing.
+// cancelled. Upkeep's only local state is the compaction's hand-off
+// notes, each complete once written, so the drain is only the end of the
+// pass under way: a step cut short commits nothing.
 func (m *Maintainer) Run(ctx context.Context) error {
 	defer m.closeCatalog()
 	l, err := newLeases(m.cfg, m.log)

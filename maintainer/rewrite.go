@@ -37,6 +37,9 @@ type compacted struct {
 	old   []iceberg.DataFile
 	added iceberg.DataFile
 	bytes int64 // input bytes, read and written again
+	// schemaID and sortOrderID are the schema and sort order added was
+	// written with; the hand-off records them.
+	schemaID, sortOrderID int
 }
 
 // compactGroup reads the group's files once and writes their rows into one
@@ -120,7 +123,7 @@ func compactGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 		_ = fs.Remove(location)
 		return c, fmt.Errorf("data file of %s: %w", location, err)
 	}
-	c.added = df
+	c.added, c.schemaID, c.sortOrderID = df, schema.ID, orderID
 	return c, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/failpoint"
+	"github.com/icewal/ingestor/shared/tables"
+	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // upkeep runs the steps of one pass over d's table, each a commit of its
@@ -73,26 +74,31 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 		tbl = next
 		m.done(d.Name, stepManifests)
 	}
-	if next, plan, err := m.compact(ctx, log, cat, tbl); err != nil {
+	if plan, err := m.compact(ctx, log, tbl, d.Name); err != nil {
 		m.fail(ctx, log, d.Name, stepCompact, err)
 	} else {
 		if plan.groups > 0 {
 			m.metrics.runs.WithLabelValues(d.Name, stepCompact).Inc()
 			m.metrics.rewrittenBytes.WithLabelValues(d.Name).Add(float64(plan.bytes))
 			m.metrics.rewrittenFiles.WithLabelValues(d.Name).Add(float64(plan.files))
-			log.Info("compacted small files", "groups", plan.groups, "files", plan.files, "bytes", plan.bytes)
-			plan.small += plan.groups - plan.files // each group's output is one file, still small
-			// Dying here: the rewrite is committed; the files it replaced
-			// stay referenced by older snapshots, and go with their expiry.
+			log.Info("compacted small files; the committer commits their replace", "groups", plan.groups, "files", plan.files, "bytes", plan.bytes)
+			// Dying here: the hand-off note is written; the committer
+			// applies it whether or not this process lives.
 			failpoint.Hit(failpoint.MaintainerAfterCompact)
 		}
-		m.metrics.smallFiles.WithLabelValues(d.Name).Set(float64(plan.small))
-		tbl = next
+		if plan.handoffs == 0 {
+			// While a note waits, the table's files are as the last
+			// count saw them, minus what the committer applied since.
+			m.metrics.smallFiles.WithLabelValues(d.Name).Set(float64(plan.small))
+		}
 		m.done(d.Name, stepCompact)
 	}
 	// Last, on the table after the other steps: the files expiry and
-	// compaction left behind are among the orphans.
-	if m.orphansDue(d.Name) {
+	// compaction left behind are among the orphans. Not while a
+	// compaction's hand-off waits: its files are orphans until the
+	// committer applies it, and a note that waited past the margin
+	// (a committer down for days) must not find them deleted.
+	if !m.handoffWaiting(log, d.Name) && m.orphansDue(d.Name) {
 		if n, size, err := m.deleteOrphans(ctx, tbl); err != nil {
 			m.fail(ctx, log, d.Name, stepOrphans, err)
 		} else {
@@ -130,24 +136,13 @@ func (m *Maintainer) retry(ctx context.Context, cat catalog.Catalog, tbl *table.
 		if err == nil {
 			return next, nil
 		}
-		if !isConflict(err) || attempt >= maxAttempts || ctx.Err() != nil {
+		if !tables.IsConflict(err) || attempt >= maxAttempts || ctx.Err() != nil {
 			return nil, fmt.Errorf("commit (attempt %d): %w", attempt, err)
 		}
 		if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
 			return nil, fmt.Errorf("reload table after a conflict: %w", err)
 		}
 	}
-}
-
-// isConflict reports whether err says another writer changed the table
-// first and nothing was committed (see committer.isConflict: the SQL
-// catalog reports it as a failed requirement).
-func isConflict(err error) bool {
-	if err == nil {
-		return false
-	}
-	return errors.Is(err, table.ErrCommitFailed) ||
-		strings.Contains(strings.ToLower(err.Error()), "requirement failed:")
 }
 
 // objectSize returns the size of an object of tbl's file IO.
@@ -285,4 +280,15 @@ func (m *Maintainer) observe(ctx context.Context, log *slog.Logger, dataset stri
 		return
 	}
 	m.metrics.metadataBytes.WithLabelValues(dataset).Set(float64(size))
+}
+
+// handoffWaiting reports whether a compaction hand-off of dataset waits
+// for the committer; when the directory cannot be read, it says so.
+func (m *Maintainer) handoffWaiting(log *slog.Logger, dataset string) bool {
+	notes, _, err := walfile.ListHandoffs(m.dir, dataset)
+	if err != nil {
+		log.Warn("list compaction hand-offs; the orphan cleanup waits", "err", err)
+		return true
+	}
+	return len(notes) > 0
 }

@@ -72,12 +72,15 @@
 //	committer.between-deletes   a committed ready file is deleted, its marker not yet
 //	committer.after-dataset     one dataset's append and deletes are done; the other
 //	                            datasets of the pass may still be appending
+//	committer.after-replace     a compaction hand-off's replace is committed
+//	                            (committer/handoff.go), the note not yet deleted
 //
 // Maintainer, in the order of one pass over a table (maintainer/steps.go):
 //
 //	maintainer.after-expire     the expiry is committed and its unreferenced files deleted
 //	maintainer.after-manifests  the manifest rewrite is committed
-//	maintainer.after-compact    the compaction's rewrite is committed
+//	maintainer.after-compact    the compaction's files are written and its hand-off
+//	                            note (shared/walfile/handoff.go) left for the committer
 //
 // Operator's pause (shared/pause/controller.go), in the supervisor, or in
 // the consumer in the sidecar layout:

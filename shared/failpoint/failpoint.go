@@ -37,6 +37,7 @@ const (
 	CommitterAfterAppend      = "committer.after-append"
 	CommitterBetweenDeletes   = "committer.between-deletes"
 	CommitterAfterDataset     = "committer.after-dataset"
+	CommitterAfterReplace     = "committer.after-replace"
 	MaintainerAfterExpire     = "maintainer.after-expire"
 	MaintainerAfterManifest   = "maintainer.after-manifests"
 	MaintainerAfterCompact    = "maintainer.after-compact"
@@ -48,7 +49,7 @@ func Names() []string {
 	return []string{
 		ConsumerBeforeRename, ConsumerAfterRoll, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery, ConsumerGenerationLost, ConsumerBeforeTopicRecord,
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker, QuarantineBeforeNote,
-		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset,
+		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset, CommitterAfterReplace,
 		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,
 		PauseAfterRecord,
 	}

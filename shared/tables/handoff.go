@@ -1,0 +1,262 @@
+package tables
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// SummaryHandoff names, on the replace snapshot that applied it, the
+// compaction hand-off (walfile.Handoff) whose files the snapshot added:
+// after a crash between the commit and the note's deletion, it tells the
+// committer the note is applied even when the compacted files are no
+// longer live (compacted again since).
+const SummaryHandoff = "ingestor.handoff"
+
+// maxHandoffAttempts bounds the commits of one hand-off in one call when
+// other writers (other pods' committers) keep changing the table first.
+const maxHandoffAttempts = 8
+
+// IsConflict reports whether err says another writer changed the table
+// first and nothing was committed, so that the commit can be redone on the
+// reloaded table. The SQL catalog returns such conflicts as plain
+// requirement errors (`requirement failed: branch "main" has changed`, or
+// `... was created concurrently` for a table's first snapshot); it checks
+// requirements before it writes anything.
+func IsConflict(err error) bool {
+	if err == nil {
+		return false
+	}
+	return errors.Is(err, table.ErrCommitFailed) ||
+		strings.Contains(strings.ToLower(err.Error()), "requirement failed:")
+}
+
+// HandoffResult says what ApplyHandoff did with a hand-off's groups.
+type HandoffResult struct {
+	// Applied groups were committed by this call; AlreadyIn groups by an
+	// earlier one (a crash before the note's deletion).
+	Applied, AlreadyIn int
+	// Dropped groups can never be applied: some file they replace is no
+	// longer live (another writer compacted it), or the table was
+	// recreated. Their compacted files are referred to by nothing and are
+	// left to the orphan cleanup, which deletes them once they are older
+	// than its safety margin; DroppedFiles names them.
+	Dropped      int
+	DroppedFiles []string
+	// Rows and Bytes are the applied groups' rows and replaced bytes.
+	Rows, Bytes int64
+	// Attempts is the number of catalog commits tried.
+	Attempts int
+}
+
+// ApplyHandoff commits the hand-off h on tbl as one replace snapshot that
+// deletes each group's replaced files and adds its compacted file: a
+// metadata-only commit that changes no row. Groups already applied (their
+// file live, or a kept snapshot naming h) and groups that can never be
+// (a replaced file no longer live) are left out of it. A conflict with
+// another writer is redone on the reloaded table, up to a few times; an
+// error leaves the hand-off to a later call, which decides again from the
+// table. beforeCommit, when set, runs before each catalog commit (tests).
+//
+// It returns the table after the commit, or tbl when it committed nothing.
+// When it returns without error the note can be deleted.
+func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h walfile.Handoff, beforeCommit func(attempt int)) (*table.Table, HandoffResult, error) {
+	var res HandoffResult
+	if tbl.Metadata().TableUUID() != h.TableUUID {
+		for _, g := range h.Groups {
+			res.Dropped++
+			res.DroppedFiles = append(res.DroppedFiles, g.File)
+		}
+		return tbl, res, nil
+	}
+	added := map[string]iceberg.DataFile{} // described once, for every attempt
+	for attempt := 1; ; attempt++ {
+		res = HandoffResult{Attempts: attempt - 1}
+		if handoffCommitted(tbl, h) {
+			res.AlreadyIn = len(h.Groups)
+			return tbl, res, nil
+		}
+		live, err := liveDataFiles(ctx, tbl)
+		if err != nil {
+			return tbl, res, err
+		}
+		var apply []walfile.HandoffGroup
+		for _, g := range h.Groups {
+			switch {
+			case live[g.File] != nil:
+				res.AlreadyIn++
+			case !allLive(live, g.Replaced):
+				res.Dropped++
+				res.DroppedFiles = append(res.DroppedFiles, g.File)
+			default:
+				apply = append(apply, g)
+			}
+		}
+		if len(apply) == 0 {
+			return tbl, res, nil
+		}
+		tx := tbl.NewTransaction()
+		staged := 0
+		rw := tx.NewRewrite(iceberg.Properties{SummaryUpkeep: UpkeepCompaction, SummaryHandoff: h.ID.String()})
+		for _, g := range apply {
+			df := added[g.File]
+			if df == nil {
+				df, err = describeCompacted(ctx, tbl, g)
+				if errors.Is(err, errCompactedGone) {
+					// Its rows are still in the files it was to
+					// replace: nothing is lost by leaving it out.
+					res.Dropped++
+					res.DroppedFiles = append(res.DroppedFiles, g.File)
+					continue
+				}
+				if err != nil {
+					return tbl, res, err
+				}
+				added[g.File] = df
+			}
+			old := make([]iceberg.DataFile, len(g.Replaced))
+			for i, p := range g.Replaced {
+				old[i] = live[p]
+			}
+			rw.ApplyResult(table.CompactionGroupResult{OldDataFiles: old, NewDataFiles: []iceberg.DataFile{df}, BytesBefore: g.ReplacedBytes})
+			res.Applied++
+			res.Rows += g.Rows
+			res.Bytes += g.ReplacedBytes
+			staged++
+		}
+		if staged == 0 {
+			return tbl, res, nil
+		}
+		if err := rw.Commit(ctx); err != nil {
+			return tbl, res, fmt.Errorf("stage the replace of %d compacted files: %w", len(apply), err)
+		}
+		if beforeCommit != nil {
+			beforeCommit(attempt)
+		}
+		res.Attempts = attempt
+		next, err := tx.Commit(ctx)
+		if err == nil {
+			return next, res, nil
+		}
+		if !IsConflict(err) || attempt >= maxHandoffAttempts || ctx.Err() != nil {
+			// A conflict left nothing behind; any other error's outcome
+			// is unknown, and the next call tells from the table
+			// (handoffCommitted) whether it landed.
+			return tbl, res, fmt.Errorf("commit the replace (attempt %d): %w", attempt, err)
+		}
+		if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
+			return tbl, res, fmt.Errorf("reload table after a conflict: %w", err)
+		}
+	}
+}
+
+// handoffCommitted reports whether a snapshot tbl keeps records h as
+// applied.
+func handoffCommitted(tbl *table.Table, h walfile.Handoff) bool {
+	id := h.ID.String()
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.Summary != nil && s.Summary.Properties[SummaryHandoff] == id {
+			return true
+		}
+	}
+	return false
+}
+
+// liveDataFiles returns the data files of tbl's current snapshot by path.
+func liveDataFiles(ctx context.Context, tbl *table.Table) (map[string]iceberg.DataFile, error) {
+	live := map[string]iceberg.DataFile{}
+	if tbl.CurrentSnapshot() == nil {
+		return live, nil
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan files: %w", err)
+	}
+	for _, t := range tasks {
+		live[t.File.FilePath()] = t.File
+	}
+	return live, nil
+}
+
+func allLive(live map[string]iceberg.DataFile, paths []string) bool {
+	for _, p := range paths {
+		if live[p] == nil {
+			return false
+		}
+	}
+	return len(paths) > 0
+}
+
+// errCompactedGone marks a compacted file that is missing, or not the file
+// its hand-off describes: its group can never be applied.
+var errCompactedGone = errors.New("compacted file gone")
+
+// describeCompacted builds the data file of a compacted file from its
+// Parquet footer, read from the table's storage: the object, not the
+// note, is what the table will refer to.
+func describeCompacted(ctx context.Context, tbl *table.Table, g walfile.HandoffGroup) (iceberg.DataFile, error) {
+	meta := tbl.Metadata()
+	spec := meta.PartitionSpecByID(g.SpecID)
+	if spec == nil {
+		return nil, fmt.Errorf("compacted file %s: partition spec %d not in the table", g.File, g.SpecID)
+	}
+	var schema *iceberg.Schema
+	for _, s := range meta.Schemas() {
+		if s.ID == g.SchemaID {
+			schema = s
+		}
+	}
+	if schema == nil {
+		return nil, fmt.Errorf("compacted file %s: schema %d not in the table", g.File, g.SchemaID)
+	}
+	values, err := DecodePartition(*spec, schema, g.Partition)
+	if err != nil {
+		return nil, fmt.Errorf("compacted file %s: %w", g.File, err)
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, err := fs.Open(g.File)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s: %w", errCompactedGone, g.File, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open compacted file: %w", err)
+	}
+	defer f.Close()
+	r, err := file.NewParquetReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("read the footer of %s: %w", g.File, err)
+	}
+	footer := r.MetaData()
+	if footer.NumRows != g.Rows {
+		return nil, fmt.Errorf("%w: %s holds %d rows, its hand-off says %d", errCompactedGone, g.File, footer.NumRows, g.Rows)
+	}
+	df, err := table.DataFileFromMetadata(table.DataFileArgs{
+		Schema:          schema,
+		Spec:            *spec,
+		Format:          iceberg.ParquetFile,
+		Metadata:        footer,
+		FilePath:        g.File,
+		FileSize:        g.Size,
+		Content:         iceberg.EntryContentData,
+		PartitionValues: values,
+		Properties:      tbl.Properties(),
+		FormatVersion:   meta.Version(),
+		SortOrderID:     g.SortOrderID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("data file of %s: %w", g.File, err)
+	}
+	return df, nil
+}
