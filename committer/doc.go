@@ -48,6 +48,17 @@
 // table and deletes them) or a marker without its ready file (deleted as an
 // orphan at the next pass).
 //
+// Compaction. The maintainer writes compacted files and leaves their
+// replace to the committer in a hand-off note (walfile.Handoff): after a
+// dataset's append, on the table the append left, the committer commits
+// each note as one replace snapshot (handoff.go, tables.ApplyHandoff),
+// then deletes it. One writer of metadata per pod means the replace never
+// races the pod's own appends, and an append never waits for upkeep. A
+// crash after the replace and before the note's deletion
+// (committer.after-replace) finds the replace in the table at the next
+// pass, by the snapshot summary ingestor.handoff or the compacted file
+// being live, and deletes the note only.
+//
 // Drain. When Run's context is cancelled the committer waits until neither
 // the consumer nor the uploader holds its lock on the WAL directory (they
 // rotate and upload everything first), then commits everything uploaded,

@@ -25,8 +25,11 @@
 //     merge. Each group's file is written by rewrite.go: the group's files
 //     read once, their rows written with the consumer's Parquet settings
 //     (shared/parquetfmt) and the table schema's field ids, as one sorted
-//     run in the table's sort order where it has one. One replace
-//     snapshot of all groups commits them, and changes no row.
+//     run in the table's sort order where it has one. The maintainer
+//     does not commit them: it leaves a hand-off note
+//     (walfile.Handoff) in the WAL directory, and the committer commits
+//     one replace snapshot of all groups right after its next append
+//     (tables.ApplyHandoff), which changes no row.
 //   - deletes orphans (orphans.go), hourly: objects under the table's
 //     location that no metadata refers to, older than
 //     maintenance.orphanAgeHours, which is what protects the uploader's
@@ -41,17 +44,18 @@
 // write.metadata.previous-versions-max (tables.UpkeepProperties), which
 // iceberg-go applies at every commit, the committer's included.
 //
-// Ingest comes first. The steps are catalog commits of their own with
-// optimistic concurrency: when the committer appended in between, the
-// step's commit fails its requirement, nothing is written, and the step is
-// redone on the reloaded table a few times, else left to the next pass.
-// Compaction does its slow part, reading and writing data, before its
-// commit and once: a conflict re-commits the same files on the reloaded
-// table (without a new listing when only appends came in between). The
-// committer's append, for its part, retries a conflict at once on the
-// reloaded table: an append never waits for upkeep, and a conflict costs
-// it one reload. No step adds or removes a row, so nothing can be lost or
-// doubled by a conflict.
+// Ingest comes first. Expiry and the manifest rewrite are catalog commits
+// of their own with optimistic concurrency: when the committer appended in
+// between, the step's commit fails its requirement, nothing is written,
+// and the step is redone on the reloaded table a few times, else left to
+// the next pass. Compaction, whose slow part (reading and writing data)
+// made its commit lose nearly every race against a committer appending
+// every fraction of a second, hands its commit to the committer instead:
+// the pod's one writer of the table's metadata applies the replace after
+// its own append, so the two never race, and an append never waits for
+// it. No step adds or removes a row, so nothing can be lost or doubled by
+// a conflict; a hand-off whose inputs another writer replaced first is
+// dropped, never applied on top.
 //
 // Exactly once. After expiry, the snapshot summaries that named a
 // committed segment are gone; after compaction (by another engine, on
@@ -60,12 +64,16 @@
 // transaction as each append and kept by both, is what still tells the
 // committer's restart that the segment is in the table.
 //
-// Crashes. A step is one commit: dying before it leaves the table as it
-// was (a compaction's written files become orphans, which the orphan
-// cleanup deletes), dying after it (failpoints maintainer.after-expire,
-// maintainer.after-manifests, maintainer.after-compact) leaves the step
+// Crashes. Expiry and the manifest rewrite are one commit each: dying
+// before it leaves the table as it was, dying after it (failpoints
+// maintainer.after-expire, maintainer.after-manifests) leaves the step
 // done, and dying during the deletion of expired files leaves some
-// objects that no metadata refers to. The next start does the next pass.
+// objects that no metadata refers to. Compaction dying before its
+// hand-off note leaves written files no metadata refers to, which the
+// orphan cleanup deletes; after it (maintainer.after-compact), the note
+// is the committer's, which applies it whether or not the maintainer
+// lives (committer.after-replace is its own crash point). The next start
+// does the next pass.
 //
 // Several pods. One maintainer per table (lease.go): each pod's
 // maintainer joins the Kafka group <consumerGroup>.maintainer of each
