@@ -95,7 +95,7 @@ func runFailpoint(t *testing.T, w *world, i int, name string, topics []string, h
 	switch name {
 	case failpoint.MaintainerAfterExpire, failpoint.MaintainerAfterManifest, failpoint.CommitterAfterAppend:
 		o.upkeep = true
-	case failpoint.MaintainerAfterCompact:
+	case failpoint.MaintainerAfterCompact, failpoint.CommitterAfterReplace:
 		o.upkeep, o.compactionFanIn = true, 2 // a merge at every pass
 	case failpoint.ConsumerAfterRoll:
 		// Segments roll alone only at the size limit while their
