@@ -142,3 +142,56 @@ func hasID(ctx context.Context, tbl *table.Table, id int64) (bool, error) {
 	}
 	return false, nil
 }
+
+// Two pods' maintainers on one table when the lease failed them (one lost
+// its Kafka session and has not learnt it yet): the second compacts the
+// same files and commits while the first is about to. The catalog's
+// atomic commit fails the first's replace; on the reloaded table its
+// inputs are gone, so it drops its groups and deletes its output, and the
+// table is the second's: every row once, nothing compacted twice.
+func TestTwoMaintainersWithoutTheLeaseCompactOnce(t *testing.T) {
+	forEachCatalog(t, func(t *testing.T, dir string, cat config.Catalog) {
+		ctx := context.Background()
+		cfg := testConfig(dir, cat, nil)
+		cfg.Maintenance.CompactionFanIn = 4
+		const n = 8
+		appendRows(t, cfg, 0, n)
+		first, _ := newMaintainer(t, cfg)
+		second, _ := newMaintainer(t, cfg)
+		var attempts []int
+		first.beforeCommit = func(attempt int) {
+			attempts = append(attempts, attempt)
+			if len(attempts) == 1 {
+				second.pass(ctx) // the other pod, first
+			}
+		}
+		first.pass(ctx)
+		if !slices.Equal(attempts, []int{1}) {
+			t.Errorf("the first maintainer's commit attempts %v, want [1]: its inputs were gone after the conflict", attempts)
+		}
+		tbl := loadTable(t, cfg)
+		want := make([]int64, n)
+		for i := range want {
+			want[i] = int64(i)
+		}
+		if got := ids(t, tbl); !slices.Equal(got, want) {
+			t.Errorf("ids %v, want %v", got, want)
+		}
+		live := liveFiles(t, tbl)
+		if len(live) != 1 {
+			t.Errorf("%d live files, want 1: the second maintainer's", len(live))
+		}
+		if got := compactedObjects(t, tbl); len(got) != len(live) {
+			t.Errorf("compacted objects %v, want only the %d live ones: the losing maintainer's output stayed", got, len(live))
+		}
+		if got := testutil.ToFloat64(second.metrics.rewrittenFiles.WithLabelValues("events")); got != n {
+			t.Errorf("the second maintainer compacted %v files, want %d", got, n)
+		}
+		if got := testutil.ToFloat64(first.metrics.rewrittenFiles.WithLabelValues("events")); got != 0 {
+			t.Errorf("the first maintainer compacted %v files, want 0", got)
+		}
+		if got := testutil.ToFloat64(first.metrics.failures.WithLabelValues("events", stepCompact)); got != 0 {
+			t.Errorf("the first maintainer's compaction failures %v, want 0: a lost race is dropped", got)
+		}
+	})
+}
