@@ -10,18 +10,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/icewal/ingestor/internal/devenv"
+	itest "github.com/icewal/ingestor/internal/testutil"
 	"github.com/icewal/ingestor/shared/config"
 )
 
 // The main test against a PostgreSQL catalog, the catalog of production
 // deployments that do not run a REST catalog.
 func TestCommitterPostgresCatalog(t *testing.T) {
-	pg, err := devenv.StartPostgres(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatalf("start postgres: %v", err)
-	}
-	t.Cleanup(func() { pg.Stop() })
+	pg := itest.Postgres(t)
 	warehouse := "file://" + filepath.Join(t.TempDir(), "warehouse")
 	testCommitsUploadedFiles(t, newEnv(t, config.Catalog{Name: "pg", Properties: pg.CatalogProperties(warehouse)}))
 }
@@ -31,11 +27,7 @@ func TestCommitterPostgresCatalog(t *testing.T) {
 // commits the segments exactly once.
 func TestCommitterPostgresOutage(t *testing.T) {
 	ctx := context.Background()
-	pg, err := devenv.StartPostgres(ctx, t.TempDir())
-	if err != nil {
-		t.Fatalf("start postgres: %v", err)
-	}
-	t.Cleanup(func() { pg.Stop() })
+	pg := itest.Postgres(t)
 	warehouse := "file://" + filepath.Join(t.TempDir(), "warehouse")
 	e := newEnv(t, config.Catalog{Name: "pg", Properties: pg.CatalogProperties(warehouse)})
 	wal := e.walDir("wal")
@@ -83,11 +75,7 @@ func TestCommitterPostgresOutage(t *testing.T) {
 
 // Exactly once across upkeep by another engine, on a PostgreSQL catalog.
 func TestCommitterPostgresLandedThenCompactedAndExpired(t *testing.T) {
-	pg, err := devenv.StartPostgres(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatalf("start postgres: %v", err)
-	}
-	t.Cleanup(func() { pg.Stop() })
+	pg := itest.Postgres(t)
 	warehouse := "file://" + filepath.Join(t.TempDir(), "warehouse")
 	testLandedThenCompactedAndExpired(t, newEnv(t, config.Catalog{Name: "pg", Properties: pg.CatalogProperties(warehouse)}))
 }

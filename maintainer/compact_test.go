@@ -27,13 +27,14 @@ import (
 	"github.com/icewal/ingestor/shared/tables"
 )
 
-// wideConfig is a dataset of two columns, an id and a free-text note, the
-// second high-cardinality: what the consumer's dictionary fallback is for.
-func wideConfig(dir string, props map[string]string) *config.Config {
+// wideConfig is a dataset in cat of two columns, an id and a free-text
+// note, the second high-cardinality: what the consumer's dictionary
+// fallback is for.
+func wideConfig(dir string, cat config.Catalog, props map[string]string) *config.Config {
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 ingestion: {wal: {dir: %q}}
 kafka: {brokers: ["127.0.0.1:1"]}
-catalog: {name: test, type: sql, uri: %q, sql.driver: sqlite, sql.dialect: sqlite, warehouse: %q}
+catalog: %s
 datasets:
   - name: events
     topic: events
@@ -41,7 +42,7 @@ datasets:
     customMapping: {id: id, note: note}
     create:
       columns: [{name: id, type: long, required: true}, {name: note, type: string}]
-`, dir, "file:"+filepath.Join(dir, "catalog.db"), "file://"+filepath.Join(dir, "warehouse"))))
+`, dir, catalogYAML(cat))))
 	if err != nil {
 		panic(err)
 	}
@@ -167,7 +168,7 @@ func compactedObjects(t *testing.T, tbl *table.Table) []string {
 // changes no row.
 func TestCompactionWritesLikeTheConsumerInSortOrder(t *testing.T) {
 	dir := t.TempDir()
-	cfg := wideConfig(dir, nil)
+	cfg := wideConfig(dir, sqliteCatalog(t, dir), nil)
 	cfg.Maintenance.CompactionFanIn = 8
 	orderID := setSortOrder(t, cfg) // on the table Load creates
 	var want []int64
@@ -297,43 +298,44 @@ func readIDs(t *testing.T, r *file.Reader) []int64 {
 // file, which is not written twice; the append stays, no row lost or
 // doubled.
 func TestCompactionConflictCommitsTheSameFileAgain(t *testing.T) {
-	dir := t.TempDir()
-	cfg := wideConfig(dir, nil)
-	cfg.Maintenance.CompactionFanIn = 4
-	var want []int64
-	for i := range int64(4) {
-		appendNotes(t, cfg, []int64{i})
-		want = append(want, i)
-	}
-	m, _ := newMaintainer(t, cfg)
-	m.pass(context.Background())
-	var attempts []int
-	res := commitHandoffs(t, cfg, func(attempt int) {
-		attempts = append(attempts, attempt)
-		if attempt == 1 && len(attempts) == 1 {
-			appendNotes(t, cfg, []int64{100}) // another pod's committer, first
+	forEachCatalog(t, func(t *testing.T, dir string, cat config.Catalog) {
+		cfg := wideConfig(dir, cat, nil)
+		cfg.Maintenance.CompactionFanIn = 4
+		var want []int64
+		for i := range int64(4) {
+			appendNotes(t, cfg, []int64{i})
+			want = append(want, i)
+		}
+		m, _ := newMaintainer(t, cfg)
+		m.pass(context.Background())
+		var attempts []int
+		res := commitHandoffs(t, cfg, func(attempt int) {
+			attempts = append(attempts, attempt)
+			if attempt == 1 && len(attempts) == 1 {
+				appendNotes(t, cfg, []int64{100}) // another pod's committer, first
+			}
+		})
+		want = append(want, 100)
+		if res.Applied != 1 || res.Attempts != 2 {
+			t.Errorf("hand-off applied %d groups in %d attempts, want 1 in 2", res.Applied, res.Attempts)
+		}
+		if !slices.Equal(attempts, []int{1, 2}) {
+			t.Errorf("commit attempts %v, want [1 2]", attempts)
+		}
+		tbl := loadTable(t, cfg)
+		if got := ids(t, tbl); !slices.Equal(got, want) {
+			t.Errorf("ids %v, want %v", got, want)
+		}
+		if got := len(liveFiles(t, tbl)); got != 2 {
+			t.Errorf("%d live files, want 2 (the compacted one and the append's)", got)
+		}
+		if got := compactedObjects(t, tbl); len(got) != 1 {
+			t.Errorf("compacted objects %v, want exactly one: the retry rewrote the data", got)
+		}
+		if got := testutil.ToFloat64(m.metrics.failures.WithLabelValues("events", stepCompact)); got != 0 {
+			t.Errorf("compaction failures %v, want 0", got)
 		}
 	})
-	want = append(want, 100)
-	if res.Applied != 1 || res.Attempts != 2 {
-		t.Errorf("hand-off applied %d groups in %d attempts, want 1 in 2", res.Applied, res.Attempts)
-	}
-	if !slices.Equal(attempts, []int{1, 2}) {
-		t.Errorf("commit attempts %v, want [1 2]", attempts)
-	}
-	tbl := loadTable(t, cfg)
-	if got := ids(t, tbl); !slices.Equal(got, want) {
-		t.Errorf("ids %v, want %v", got, want)
-	}
-	if got := len(liveFiles(t, tbl)); got != 2 {
-		t.Errorf("%d live files, want 2 (the compacted one and the append's)", got)
-	}
-	if got := compactedObjects(t, tbl); len(got) != 1 {
-		t.Errorf("compacted objects %v, want exactly one: the retry rewrote the data", got)
-	}
-	if got := testutil.ToFloat64(m.metrics.failures.WithLabelValues("events", stepCompact)); got != 0 {
-		t.Errorf("compaction failures %v, want 0", got)
-	}
 }
 
 // A stream of small appends with a pass after each: files merge level by
@@ -343,7 +345,7 @@ func TestCompactionConflictCommitsTheSameFileAgain(t *testing.T) {
 func TestCompactionRewritesEachByteOncePerLevel(t *testing.T) {
 	dir := t.TempDir()
 	const target = 4 << 20
-	cfg := wideConfig(dir, map[string]string{table.WriteTargetFileSizeBytesKey: fmt.Sprint(target)})
+	cfg := wideConfig(dir, sqliteCatalog(t, dir), map[string]string{table.WriteTargetFileSizeBytesKey: fmt.Sprint(target)})
 	const fanIn = 4
 	cfg.Maintenance.CompactionFanIn = fanIn
 	m, _ := newMaintainer(t, cfg)
@@ -394,7 +396,7 @@ func TestCompactionRewritesEachByteOncePerLevel(t *testing.T) {
 // not; no referenced file goes.
 func TestOrphanCleanupDeletesOnlyOldOrphans(t *testing.T) {
 	dir := t.TempDir()
-	cfg := wideConfig(dir, nil)
+	cfg := wideConfig(dir, sqliteCatalog(t, dir), nil)
 	cfg.Maintenance.CompactionFanIn = 0
 	for i := range int64(3) {
 		appendNotes(t, cfg, []int64{i})

@@ -19,7 +19,8 @@ import (
 // one pass that compacted them, not applied yet.
 func handoffFixture(t *testing.T) (*Maintainer, walfile.HandoffFile, func() []int64) {
 	t.Helper()
-	cfg := wideConfig(t.TempDir(), nil)
+	dir := t.TempDir()
+	cfg := wideConfig(dir, sqliteCatalog(t, dir), nil)
 	cfg.Maintenance.CompactionFanIn = 4
 	for i := range int64(4) {
 		appendNotes(t, cfg, []int64{i})

@@ -35,7 +35,7 @@ func TestTwoMaintainersOneLease(t *testing.T) {
 	}
 	defer kc.Close()
 	dir := t.TempDir()
-	cfg := wideConfig(dir, nil)
+	cfg := wideConfig(dir, sqliteCatalog(t, dir), nil)
 	cfg.Kafka.Brokers = kc.ListenAddrs()
 	cfg.Maintenance.CompactionFanIn = 4
 	for i := range int64(8) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -33,13 +32,13 @@ func TestMain(m *testing.M) {
 	)
 }
 
-// testConfig is one dataset whose table the committer would create with
-// props (on top of the ingestor's upkeep properties).
-func testConfig(dir string, props map[string]string) *config.Config {
+// testConfig is one dataset in cat whose table the committer would
+// create with props (on top of the ingestor's upkeep properties).
+func testConfig(dir string, cat config.Catalog, props map[string]string) *config.Config {
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 ingestion: {wal: {dir: %q}}
 kafka: {brokers: ["127.0.0.1:1"]}
-catalog: {name: test, type: sql, uri: %q, sql.driver: sqlite, sql.dialect: sqlite, warehouse: %q}
+catalog: %s
 datasets:
   - name: events
     topic: events
@@ -47,7 +46,7 @@ datasets:
     customMapping: {id: id}
     create:
       columns: [{name: id, type: long, required: true}]
-`, dir, "file:"+filepath.Join(dir, "catalog.db"), "file://"+filepath.Join(dir, "warehouse"))))
+`, dir, catalogYAML(cat))))
 	if err != nil {
 		panic(err)
 	}
@@ -69,25 +68,30 @@ func appendRows(t *testing.T, cfg *config.Config, first, n int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	for id := first; id < first+n; id++ {
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		b.Append(id)
-		col := b.NewArray()
-		rec := array.NewRecordBatch(sc, []arrow.Array{col}, 1)
-		at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
-		tx := tbl.NewTransaction()
-		if err := tx.AppendTable(ctx, at, 1, nil); err != nil {
+		if tbl, err = appendID(ctx, tbl, id); err != nil {
 			t.Fatal(err)
 		}
-		if tbl, err = tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		at.Release()
-		rec.Release()
-		col.Release()
-		b.Release()
 	}
+}
+
+// appendID commits one append of a file holding the one row id.
+func appendID(ctx context.Context, tbl *table.Table, id int64) (*table.Table, error) {
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Append(id)
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(sc, []arrow.Array{col}, 1)
+	defer rec.Release()
+	at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
+	defer at.Release()
+	tx := tbl.NewTransaction()
+	if err := tx.AppendTable(ctx, at, 1, nil); err != nil {
+		return nil, err
+	}
+	return tx.Commit(ctx)
 }
 
 func closeCat(cat catalog.Catalog) {
@@ -206,96 +210,98 @@ func metadataFiles(t *testing.T, tbl *table.Table) int {
 // expires by the table's history.expire.* properties, merges the
 // manifests, changes no row, and reports the table's health.
 func TestMaintainerExpiresAndMergesManifests(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig(dir, map[string]string{
-		table.MaxSnapshotAgeMsKey:     "1",
-		table.MinSnapshotsToKeepKey:   "3",
-		table.ManifestMergeEnabledKey: "false",
-		// No file is small: this test is about metadata only.
-		table.WriteTargetFileSizeBytesKey: "1",
-	})
-	cfg.Maintenance.MaxManifests = 5
-	const n = 30
-	appendRows(t, cfg, 0, n)
-	before := loadTable(t, cfg)
-	if got := len(before.Metadata().Snapshots()); got != n {
-		t.Fatalf("%d snapshots before upkeep, want %d", got, n)
-	}
-	// The ingestor's upkeep properties bound the metadata.json versions
-	// without the maintainer.
-	if got, limit := metadataFiles(t, before), 20+1; got > limit {
-		t.Errorf("%d metadata.json versions after %d commits, want at most %d", got, n, limit)
-	}
-
-	m, reg := newMaintainer(t, cfg)
-	m.pass(context.Background())
-
-	after := loadTable(t, cfg)
-	// Three kept by expiry, plus the manifest rewrite's snapshot.
-	if got := len(after.Metadata().Snapshots()); got != 4 {
-		t.Errorf("%d snapshots after upkeep, want 4", got)
-	}
-	if got := m.dataManifests(context.Background(), after); got < 1 || got > 5 {
-		t.Errorf("%d data manifests after upkeep, want 1..5", got)
-	}
-	want := make([]int64, n)
-	for i := range want {
-		want[i] = int64(i)
-	}
-	if got := ids(t, after); !slices.Equal(got, want) {
-		t.Errorf("ids after upkeep %v, want %v", got, want)
-	}
-	for _, name := range []string{"ingestor_maintainer_snapshots_expired_total", "ingestor_maintainer_snapshots", "ingestor_maintainer_metadata_bytes", "ingestor_maintainer_manifests"} {
-		if got, err := testutil.GatherAndCount(reg, name); err != nil || got != 1 {
-			t.Errorf("%s: %d series, %v", name, got, err)
+	forEachCatalog(t, func(t *testing.T, dir string, cat config.Catalog) {
+		cfg := testConfig(dir, cat, map[string]string{
+			table.MaxSnapshotAgeMsKey:     "1",
+			table.MinSnapshotsToKeepKey:   "3",
+			table.ManifestMergeEnabledKey: "false",
+			// No file is small: this test is about metadata only.
+			table.WriteTargetFileSizeBytesKey: "1",
+		})
+		cfg.Maintenance.MaxManifests = 5
+		const n = 30
+		appendRows(t, cfg, 0, n)
+		before := loadTable(t, cfg)
+		if got := len(before.Metadata().Snapshots()); got != n {
+			t.Fatalf("%d snapshots before upkeep, want %d", got, n)
 		}
-	}
-	if got := testutil.ToFloat64(m.metrics.expired.WithLabelValues("events")); got != n-3 {
-		t.Errorf("snapshots expired %v, want %d", got, n-3)
-	}
-	if got := testutil.ToFloat64(m.metrics.snapshots.WithLabelValues("events")); got != 4 {
-		t.Errorf("snapshots gauge %v, want 4", got)
-	}
-	if got := testutil.ToFloat64(m.metrics.metadataBytes.WithLabelValues("events")); got <= 0 {
-		t.Errorf("metadata bytes gauge %v, want > 0", got)
-	}
-	st := m.Status().Datasets["events"]
-	if st.Snapshots == nil || *st.Snapshots != 4.0 || st.LastExpire == nil || st.LastManifests == nil {
-		t.Errorf("status %v", st)
-	}
+		// The ingestor's upkeep properties bound the metadata.json versions
+		// without the maintainer.
+		if got, limit := metadataFiles(t, before), 20+1; got > limit {
+			t.Errorf("%d metadata.json versions after %d commits, want at most %d", got, n, limit)
+		}
 
-	// The next pass expires the rewrite's parent, which is already
-	// older than a millisecond; the one after has nothing to do, and
-	// commits nothing.
-	m.pass(context.Background())
-	after = loadTable(t, cfg)
-	if got := len(after.Metadata().Snapshots()); got != 3 {
-		t.Errorf("%d snapshots after the second pass, want 3", got)
-	}
-	m.pass(context.Background())
-	if got := loadTable(t, cfg).MetadataLocation(); got != after.MetadataLocation() {
-		t.Errorf("an idle pass committed: metadata %s, was %s", got, after.MetadataLocation())
-	}
+		m, reg := newMaintainer(t, cfg)
+		m.pass(context.Background())
+
+		after := loadTable(t, cfg)
+		// Three kept by expiry, plus the manifest rewrite's snapshot.
+		if got := len(after.Metadata().Snapshots()); got != 4 {
+			t.Errorf("%d snapshots after upkeep, want 4", got)
+		}
+		if got := m.dataManifests(context.Background(), after); got < 1 || got > 5 {
+			t.Errorf("%d data manifests after upkeep, want 1..5", got)
+		}
+		want := make([]int64, n)
+		for i := range want {
+			want[i] = int64(i)
+		}
+		if got := ids(t, after); !slices.Equal(got, want) {
+			t.Errorf("ids after upkeep %v, want %v", got, want)
+		}
+		for _, name := range []string{"ingestor_maintainer_snapshots_expired_total", "ingestor_maintainer_snapshots", "ingestor_maintainer_metadata_bytes", "ingestor_maintainer_manifests"} {
+			if got, err := testutil.GatherAndCount(reg, name); err != nil || got != 1 {
+				t.Errorf("%s: %d series, %v", name, got, err)
+			}
+		}
+		if got := testutil.ToFloat64(m.metrics.expired.WithLabelValues("events")); got != n-3 {
+			t.Errorf("snapshots expired %v, want %d", got, n-3)
+		}
+		if got := testutil.ToFloat64(m.metrics.snapshots.WithLabelValues("events")); got != 4 {
+			t.Errorf("snapshots gauge %v, want 4", got)
+		}
+		if got := testutil.ToFloat64(m.metrics.metadataBytes.WithLabelValues("events")); got <= 0 {
+			t.Errorf("metadata bytes gauge %v, want > 0", got)
+		}
+		st := m.Status().Datasets["events"]
+		if st.Snapshots == nil || *st.Snapshots != 4.0 || st.LastExpire == nil || st.LastManifests == nil {
+			t.Errorf("status %v", st)
+		}
+
+		// The next pass expires the rewrite's parent, which is already
+		// older than a millisecond; the one after has nothing to do, and
+		// commits nothing.
+		m.pass(context.Background())
+		after = loadTable(t, cfg)
+		if got := len(after.Metadata().Snapshots()); got != 3 {
+			t.Errorf("%d snapshots after the second pass, want 3", got)
+		}
+		m.pass(context.Background())
+		if got := loadTable(t, cfg).MetadataLocation(); got != after.MetadataLocation() {
+			t.Errorf("an idle pass committed: metadata %s, was %s", got, after.MetadataLocation())
+		}
+	})
 }
 
 // Without history.expire.* the ingestor's defaults apply: snapshots older
 // than the default age go (shortened here: iceberg-go's expiry reads the
 // real clock), the newest DefaultMinSnapshotsToKeep stay.
 func TestMaintainerDefaultRetention(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig(dir, map[string]string{table.WriteTargetFileSizeBytesKey: "1"})
-	appendRows(t, cfg, 0, 12)
-	m, _ := newMaintainer(t, cfg)
-	m.pass(context.Background())
-	if got := len(loadTable(t, cfg).Metadata().Snapshots()); got != 12 {
-		t.Errorf("%d snapshots after upkeep of a fresh table, want all 12", got)
-	}
-	time.Sleep(10 * time.Millisecond)
-	m.maxSnapshotAge = 5 * time.Millisecond
-	m.pass(context.Background())
-	if got := len(loadTable(t, cfg).Metadata().Snapshots()); got != DefaultMinSnapshotsToKeep {
-		t.Errorf("%d snapshots after upkeep of an old table, want %d", got, DefaultMinSnapshotsToKeep)
-	}
+	forEachCatalog(t, func(t *testing.T, dir string, cat config.Catalog) {
+		cfg := testConfig(dir, cat, map[string]string{table.WriteTargetFileSizeBytesKey: "1"})
+		appendRows(t, cfg, 0, 12)
+		m, _ := newMaintainer(t, cfg)
+		m.pass(context.Background())
+		if got := len(loadTable(t, cfg).Metadata().Snapshots()); got != 12 {
+			t.Errorf("%d snapshots after upkeep of a fresh table, want all 12", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+		m.maxSnapshotAge = 5 * time.Millisecond
+		m.pass(context.Background())
+		if got := len(loadTable(t, cfg).Metadata().Snapshots()); got != DefaultMinSnapshotsToKeep {
+			t.Errorf("%d snapshots after upkeep of an old table, want %d", got, DefaultMinSnapshotsToKeep)
+		}
+	})
 }
 
 // The committer appends between the maintainer's staging of an expiry and
@@ -303,86 +309,91 @@ func TestMaintainerDefaultRetention(t *testing.T) {
 // on the reloaded table and lands; the append is kept, no row lost or
 // doubled.
 func TestMaintainerRetriesAConflict(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig(dir, map[string]string{
-		table.MaxSnapshotAgeMsKey:   "1",
-		table.MinSnapshotsToKeepKey: "2",
-	})
-	appendRows(t, cfg, 0, 6)
-	time.Sleep(5 * time.Millisecond)
-	m, _ := newMaintainer(t, cfg)
-	var attempts []int
-	m.beforeCommit = func(attempt int) {
-		attempts = append(attempts, attempt)
-		if attempt == 1 && len(attempts) == 1 {
-			appendRows(t, cfg, 6, 1) // the committer, first
+	forEachCatalog(t, func(t *testing.T, dir string, cat config.Catalog) {
+		cfg := testConfig(dir, cat, map[string]string{
+			table.MaxSnapshotAgeMsKey:   "1",
+			table.MinSnapshotsToKeepKey: "2",
+		})
+		appendRows(t, cfg, 0, 6)
+		time.Sleep(5 * time.Millisecond)
+		m, _ := newMaintainer(t, cfg)
+		var attempts []int
+		m.beforeCommit = func(attempt int) {
+			attempts = append(attempts, attempt)
+			if attempt == 1 && len(attempts) == 1 {
+				appendRows(t, cfg, 6, 1) // the committer, first
+			}
 		}
-	}
-	m.pass(context.Background())
-	if !slices.Equal(attempts, []int{1, 2}) {
-		t.Errorf("commit attempts %v, want [1 2]", attempts)
-	}
-	tbl := loadTable(t, cfg)
-	if got := len(tbl.Metadata().Snapshots()); got != 2 {
-		t.Errorf("%d snapshots after the retried expiry, want 2", got)
-	}
-	want := []int64{0, 1, 2, 3, 4, 5, 6}
-	if got := ids(t, tbl); !slices.Equal(got, want) {
-		t.Errorf("ids %v, want %v", got, want)
-	}
-	if got := testutil.ToFloat64(m.metrics.failures.WithLabelValues("events", stepExpire)); got != 0 {
-		t.Errorf("expire failures %v, want 0", got)
-	}
+		m.pass(context.Background())
+		if !slices.Equal(attempts, []int{1, 2}) {
+			t.Errorf("commit attempts %v, want [1 2]", attempts)
+		}
+		tbl := loadTable(t, cfg)
+		if got := len(tbl.Metadata().Snapshots()); got != 2 {
+			t.Errorf("%d snapshots after the retried expiry, want 2", got)
+		}
+		want := []int64{0, 1, 2, 3, 4, 5, 6}
+		if got := ids(t, tbl); !slices.Equal(got, want) {
+			t.Errorf("ids %v, want %v", got, want)
+		}
+		if got := testutil.ToFloat64(m.metrics.failures.WithLabelValues("events", stepExpire)); got != 0 {
+			t.Errorf("expire failures %v, want 0", got)
+		}
+	})
 }
 
 // Twenty tiny files, one per append, in one partition: a pass merges them
 // into one file of the same rows (a rewrite, no row changed), counts the
 // bytes it rewrote, and the next pass leaves the merged file alone.
 func TestMaintainerCompactsSmallFiles(t *testing.T) {
-	dir := t.TempDir()
-	cfg := testConfig(dir, nil)
-	cfg.Maintenance.CompactionFanIn = 8
-	const n = 20
-	appendRows(t, cfg, 0, n)
-	m, _ := newMaintainer(t, cfg)
-	m.pass(context.Background())
-	// The pass only writes the files and leaves their replace to the
-	// committer: the table is as it was until the committer applies it.
-	if tasks, err := loadTable(t, cfg).Scan().PlanFiles(context.Background()); err != nil || len(tasks) != n {
-		t.Errorf("%d data files before the committer applied the hand-off (err %v), want %d", len(tasks), err, n)
-	}
-	if res := commitHandoffs(t, cfg, nil); res.Applied != 1 || res.Dropped != 0 {
-		t.Errorf("hand-off applied %d groups, dropped %d; want 1 and 0", res.Applied, res.Dropped)
-	}
-	tbl := loadTable(t, cfg)
-	tasks, err := tbl.Scan().PlanFiles(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tasks) != 1 {
-		t.Errorf("%d data files after compaction, want 1", len(tasks))
-	}
-	want := make([]int64, n)
-	for i := range want {
-		want[i] = int64(i)
-	}
-	if got := ids(t, tbl); !slices.Equal(got, want) {
-		t.Errorf("ids after compaction %v, want %v", got, want)
-	}
-	if op := tbl.CurrentSnapshot().Summary.Operation; op != table.OpReplace {
-		t.Errorf("compaction snapshot operation %q, want %q", op, table.OpReplace)
-	}
-	if got := testutil.ToFloat64(m.metrics.rewrittenFiles.WithLabelValues("events")); got != n {
-		t.Errorf("files rewritten %v, want %d", got, n)
-	}
-	if got := testutil.ToFloat64(m.metrics.rewrittenBytes.WithLabelValues("events")); got <= 0 {
-		t.Errorf("bytes rewritten %v, want > 0", got)
-	}
-	snap := tbl.CurrentSnapshot().SnapshotID
-	passAndCommit(t, m, cfg)
-	if got := loadTable(t, cfg).CurrentSnapshot().SnapshotID; got != snap {
-		t.Errorf("a second pass rewrote the merged file again (snapshot %d, was %d)", got, snap)
-	}
+	forEachCatalog(t, func(t *testing.T, dir string, cat config.Catalog) {
+		cfg := testConfig(dir, cat, nil)
+		cfg.Maintenance.CompactionFanIn = 8
+		const n = 20
+		appendRows(t, cfg, 0, n)
+		want := make([]int64, n)
+		for i := range want {
+			want[i] = int64(i)
+		}
+		before := loadTable(t, cfg)
+		if got := len(liveFiles(t, before)); got != n {
+			t.Fatalf("%d data files before compaction, want %d", got, n)
+		}
+		if got := ids(t, before); !slices.Equal(got, want) {
+			t.Fatalf("ids before compaction %v, want %v", got, want)
+		}
+		m, _ := newMaintainer(t, cfg)
+		m.pass(context.Background())
+		// The pass only writes the files and leaves their replace to the
+		// committer: the table is as it was until the committer applies it.
+		if got := len(liveFiles(t, loadTable(t, cfg))); got != n {
+			t.Errorf("%d data files before the committer applied the hand-off, want %d", got, n)
+		}
+		if res := commitHandoffs(t, cfg, nil); res.Applied != 1 || res.Dropped != 0 {
+			t.Errorf("hand-off applied %d groups, dropped %d; want 1 and 0", res.Applied, res.Dropped)
+		}
+		tbl := loadTable(t, cfg)
+		if got := len(liveFiles(t, tbl)); got != 1 {
+			t.Errorf("%d data files after compaction, want 1", got)
+		}
+		if got := ids(t, tbl); !slices.Equal(got, want) {
+			t.Errorf("ids after compaction %v, want %v", got, want)
+		}
+		if op := tbl.CurrentSnapshot().Summary.Operation; op != table.OpReplace {
+			t.Errorf("compaction snapshot operation %q, want %q", op, table.OpReplace)
+		}
+		if got := testutil.ToFloat64(m.metrics.rewrittenFiles.WithLabelValues("events")); got != n {
+			t.Errorf("files rewritten %v, want %d", got, n)
+		}
+		if got := testutil.ToFloat64(m.metrics.rewrittenBytes.WithLabelValues("events")); got <= 0 {
+			t.Errorf("bytes rewritten %v, want > 0", got)
+		}
+		snap := tbl.CurrentSnapshot().SnapshotID
+		passAndCommit(t, m, cfg)
+		if got := loadTable(t, cfg).CurrentSnapshot().SnapshotID; got != snap {
+			t.Errorf("a second pass rewrote the merged file again (snapshot %d, was %d)", got, snap)
+		}
+	})
 }
 
 // Files merge only with files of their own size level.
@@ -416,19 +427,20 @@ func TestMaintainerCapsYoungSnapshots(t *testing.T) {
 		{"table retention", map[string]string{table.WriteTargetFileSizeBytesKey: "1", table.MaxSnapshotAgeMsKey: "3600000"}, 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			cfg := testConfig(dir, tc.props)
-			cfg.Maintenance.MaxSnapshots = 12
-			appendRows(t, cfg, 0, 30)
-			m, _ := newMaintainer(t, cfg)
-			m.pass(context.Background())
-			tbl := loadTable(t, cfg)
-			if got := len(tbl.Metadata().Snapshots()); got != tc.want {
-				t.Errorf("%d snapshots kept, want %d", got, tc.want)
-			}
-			if got := len(ids(t, tbl)); got != 30 {
-				t.Errorf("%d rows, want 30", got)
-			}
+			forEachCatalog(t, func(t *testing.T, dir string, cat config.Catalog) {
+				cfg := testConfig(dir, cat, tc.props)
+				cfg.Maintenance.MaxSnapshots = 12
+				appendRows(t, cfg, 0, 30)
+				m, _ := newMaintainer(t, cfg)
+				m.pass(context.Background())
+				tbl := loadTable(t, cfg)
+				if got := len(tbl.Metadata().Snapshots()); got != tc.want {
+					t.Errorf("%d snapshots kept, want %d", got, tc.want)
+				}
+				if got := len(ids(t, tbl)); got != 30 {
+					t.Errorf("%d rows, want 30", got)
+				}
+			})
 		})
 	}
 }
