@@ -523,9 +523,10 @@ func uploadedBefore(segs []*segment, t time.Time) bool {
 
 // dropInTable deletes the local files of segments the table already
 // holds (their append landed, but the files outlived it) and returns the
-// others. The check is tables.SegmentsInTable: exact, and reading only
-// table metadata unless maintenance expired snapshots newer than a
-// segment. When it cannot tell, nothing is deleted or appended.
+// others. The check is tables.LocalSegmentsInTable: exact, and reading
+// only table metadata (the snapshot summaries and this directory's
+// ledger) once the directory has appended with a ledger. When it cannot
+// tell, nothing is deleted or appended.
 func (c *Committer) dropInTable(ctx context.Context, log *slog.Logger, tbl *table.Table, pending []*segment) ([]*segment, error) {
 	segs := make([]tables.Segment, 0, len(pending))
 	for _, s := range pending {
@@ -537,7 +538,11 @@ func (c *Committer) dropInTable(ctx context.Context, log *slog.Logger, tbl *tabl
 		}
 		segs = append(segs, seg)
 	}
-	in, err := tables.SegmentsInTable(ctx, tbl, segs)
+	walID, err := walfile.WALID(c.dir)
+	if err != nil {
+		return nil, err
+	}
+	in, err := tables.LocalSegmentsInTable(ctx, tbl, walID, segs)
 	if err != nil {
 		return nil, err
 	}

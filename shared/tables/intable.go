@@ -64,13 +64,34 @@ type inTableStats struct {
 // An error means the exact scan could not finish: nothing can be said
 // about the segments it was for, and the caller must not act on them.
 func SegmentsInTable(ctx context.Context, tbl *table.Table, segs []Segment) (map[uuid.UUID]bool, error) {
-	in, _, err := segmentsInTable(ctx, tbl, segs)
+	in, _, err := segmentsInTable(ctx, tbl, "", segs)
 	return in, err
 }
 
-func segmentsInTable(ctx context.Context, tbl *table.Table, segs []Segment) (map[uuid.UUID]bool, inTableStats, error) {
+// LocalSegmentsInTable is SegmentsInTable for segments whose ready files
+// are in the WAL directory walID now, as the committer asks before each
+// append. Once the table holds that directory's ledger property, the
+// ledger answers for them exactly, with no manifest scan: every append
+// from the directory records its segments there in the same commit, and
+// keeps them while their ready files exist (LedgerProperties). Without
+// the fallback, a table whose expiry keeps less history than
+// SnapshotClockSkew (a short commit interval, a snapshot cap) made every
+// check before an append read every kept manifest.
+//
+// The segments a version without the ledger appended are still found:
+// until the directory's first append with a ledger, the table has no such
+// property and the exact method runs, and that first append comes after
+// the check that deletes every local segment the table already holds.
+func LocalSegmentsInTable(ctx context.Context, tbl *table.Table, walID string, segs []Segment) (map[uuid.UUID]bool, error) {
+	in, _, err := segmentsInTable(ctx, tbl, walID, segs)
+	return in, err
+}
+
+func segmentsInTable(ctx context.Context, tbl *table.Table, walID string, segs []Segment) (map[uuid.UUID]bool, inTableStats, error) {
 	var stats inTableStats
 	meta := tbl.Metadata()
+	_, ledgerExact := meta.Properties()[LedgerKey(walID)]
+	ledgerExact = ledgerExact && walID != ""
 	snaps := meta.Snapshots() // a deep copy: taken once
 	recorded := recordedIn(snaps, segs)
 	for id := range ledgered(meta, segText(segs)) {
@@ -83,7 +104,7 @@ func segmentsInTable(ctx context.Context, tbl *table.Table, segs []Segment) (map
 		switch {
 		case recorded[s.UUID]:
 			out[s.UUID] = true
-		case truncated && !s.Written.After(cut.Add(SnapshotClockSkew)):
+		case truncated && !ledgerExact && !s.Written.After(cut.Add(SnapshotClockSkew)):
 			want[s.UUID.String()+".parquet"] = s.UUID
 		}
 	}

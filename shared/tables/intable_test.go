@@ -103,7 +103,7 @@ func TestSegmentsInTable(t *testing.T) {
 	old, recent := ids[1][2], ids[5][0]
 
 	t.Run("whole history: summaries only", func(t *testing.T) {
-		in, st, err := segmentsInTable(ctx, tbl, []Segment{{old, long}, {recent, long}, {absent, long}})
+		in, st, err := segmentsInTable(ctx, tbl, "", []Segment{{old, long}, {recent, long}, {absent, long}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestSegmentsInTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in, st, err := segmentsInTable(ctx, tbl, tt.segs)
+			in, st, err := segmentsInTable(ctx, tbl, "", tt.segs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,6 +163,34 @@ func TestSegmentsInTable(t *testing.T) {
 				t.Errorf("stats %+v, want %d exact and manifests read %v", st, tt.exact, tt.readManifests)
 			}
 		})
+	}
+
+	// The committer's own segments, still on local disk, once the table
+	// holds its WAL directory's ledger: the ledger answers, no scan, even
+	// for segments written before the cut.
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(LedgerProperties(tbl.Metadata(), "wal-a", []uuid.UUID{old}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	ledgered, err := tx.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, st, err := segmentsInTable(ctx, ledgered, "wal-a", []Segment{{old, long}, {absent, long}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !in[old] || in[absent] || st.Exact != 0 || st.Manifests != 0 {
+		t.Errorf("with the directory's ledger: in=%v stats=%+v; want old in, absent out, no manifest read", in, st)
+	}
+	// Another directory's segments, or a directory that never appended
+	// with a ledger, still take the exact path.
+	in, st, err = segmentsInTable(ctx, ledgered, "wal-b", []Segment{{absent, long}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in[absent] || st.Exact != 1 {
+		t.Errorf("without the directory's ledger: in=%v stats=%+v; want absent out after an exact scan", in, st)
 	}
 }
 
@@ -193,7 +221,7 @@ func TestSegmentsInTableRewrittenFile(t *testing.T) {
 	long := time.Now().Add(-time.Hour)
 	check := func(tbl *table.Table, want bool) {
 		t.Helper()
-		in, st, err := segmentsInTable(ctx, tbl, []Segment{{gone, long}})
+		in, st, err := segmentsInTable(ctx, tbl, "", []Segment{{gone, long}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +267,7 @@ func BenchmarkSegmentsInTable(b *testing.B) {
 	})
 	b.Run("common path", func(b *testing.B) {
 		for b.Loop() {
-			in, st, err := segmentsInTable(ctx, tbl, segs)
+			in, st, err := segmentsInTable(ctx, tbl, "", segs)
 			if err != nil || len(in) != local/2 || st.Manifests != 0 {
 				b.Fatalf("in %d, stats %+v, err %v", len(in), st, err)
 			}
@@ -253,7 +281,7 @@ func BenchmarkSegmentsInTable(b *testing.B) {
 	}
 	b.Run(fmt.Sprintf("exact fallback, %d segments", local), func(b *testing.B) {
 		for b.Loop() {
-			in, st, err := segmentsInTable(ctx, expired, old)
+			in, st, err := segmentsInTable(ctx, expired, "", old)
 			if err != nil || len(in) != local/2 {
 				b.Fatalf("in %d, stats %+v, err %v", len(in), st, err)
 			}
