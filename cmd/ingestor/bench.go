@@ -36,6 +36,7 @@ func runBench(args []string) int {
 		soak.Rate, soak.Tenants, soak.Partitions, soak.CommitIntervalSeconds, soak.MaxFileAgeMinutes, soak.Timeout))
 	fs.IntVar(&o.SoakCheckpoints, "soak-checkpoints", soak.SoakCheckpoints, "soak run: checkpoints besides the one at the end")
 	maintenance := fs.Bool("maintenance", true, "write maintenance.enabled into the configuration (only when given)")
+	fs.Float64Var(&o.MaintenanceIntervalSeconds, "maintenance-interval-seconds", 0, fmt.Sprintf("maintenance.intervalSeconds, written with --maintenance=true (soak run: %gs unless given)", soak.MaintenanceIntervalSeconds))
 	if err := fs.Parse(args); err != nil {
 		return flagsExit(err) // the flag package printed why
 	}
@@ -47,12 +48,13 @@ func runBench(args []string) int {
 	if o.SoakCommits > 0 {
 		// The soak run's own defaults, where a flag does not say otherwise.
 		for name, apply := range map[string]func(){
-			"rate":                    func() { o.Rate = soak.Rate },
-			"tenants":                 func() { o.Tenants = soak.Tenants },
-			"partitions":              func() { *partitions = int(soak.Partitions) },
-			"commit-interval-seconds": func() { o.CommitIntervalSeconds = soak.CommitIntervalSeconds },
-			"max-file-age-minutes":    func() { o.MaxFileAgeMinutes = soak.MaxFileAgeMinutes },
-			"timeout":                 func() { o.Timeout = soak.Timeout },
+			"rate":                         func() { o.Rate = soak.Rate },
+			"tenants":                      func() { o.Tenants = soak.Tenants },
+			"partitions":                   func() { *partitions = int(soak.Partitions) },
+			"commit-interval-seconds":      func() { o.CommitIntervalSeconds = soak.CommitIntervalSeconds },
+			"max-file-age-minutes":         func() { o.MaxFileAgeMinutes = soak.MaxFileAgeMinutes },
+			"timeout":                      func() { o.Timeout = soak.Timeout },
+			"maintenance-interval-seconds": func() { o.MaintenanceIntervalSeconds = soak.MaintenanceIntervalSeconds },
 		} {
 			if !set[name] {
 				apply()

@@ -260,7 +260,11 @@ func TestConfigYAMLMaintenance(t *testing.T) {
 		t.Errorf("soak ingestion %+v, want a commit every 0.18 s and files of 0.6 s", cfg.Ingestion)
 	}
 	for _, v := range []bool{true, false} {
-		want := "\nmaintenance: {enabled: " + strconv.FormatBool(v) + "}\n"
+		want := "\nmaintenance: {enabled: false}\n"
+		if v {
+			// Upkeep fast-forwarded with the commits.
+			want = "\nmaintenance: {enabled: true, intervalSeconds: 0.54}\n"
+		}
 		y := render(&v)
 		if !strings.Contains(y, want) {
 			t.Errorf("maintenance %v: no %q in\n%s", v, want, y)

@@ -48,7 +48,10 @@ func configYAML(s setup) string {
 		s.metrics[0], s.metrics[1], s.metrics[2], s.metrics[3], s.metrics[4])
 	// The key goes in only when asked for: the configuration is strict,
 	// so an ingestor without a maintainer would refuse it.
-	if s.opts.Maintenance != nil {
+	switch {
+	case s.opts.Maintenance != nil && *s.opts.Maintenance && s.opts.MaintenanceIntervalSeconds > 0:
+		fmt.Fprintf(&b, "maintenance: {enabled: true, intervalSeconds: %g}\n", s.opts.MaintenanceIntervalSeconds)
+	case s.opts.Maintenance != nil:
 		fmt.Fprintf(&b, "maintenance: {enabled: %t}\n", *s.opts.Maintenance)
 	}
 	fmt.Fprintf(&b, "datasets:\n  - name: %s\n    topic: %s\n    table: %s\n    customMapping:\n", dataset, topic, tableID)

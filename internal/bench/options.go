@@ -57,6 +57,9 @@ type Options struct {
 	// configuration is strict, and ingestors without a maintainer reject
 	// it).
 	Maintenance *bool
+	// MaintenanceIntervalSeconds, when > 0 and Maintenance is true, is
+	// written as maintenance.intervalSeconds.
+	MaintenanceIntervalSeconds float64
 }
 
 // Kafka keys of the records, Options.KafkaKey.
