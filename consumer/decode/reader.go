@@ -24,7 +24,14 @@ type parser struct {
 	depth int
 	// max is the nesting limit; maxDepth when zero.
 	max int
+	// converted is the set of columns (below maxConverted) that the
+	// visit converted as it read them (capture), which Convert skips.
+	converted [maxConverted / 64]uint64
 }
+
+// maxConverted bounds the columns the reader converts as it reads them;
+// wider tables convert the rest after the visit, as before.
+const maxConverted = 256
 
 // errTooDeep is the error of a document nested deeper than the decoder's
 // limit.
@@ -96,6 +103,8 @@ func (p *parser) member(n *node, row []any) error {
 	switch {
 	case n == nil:
 		return p.skip()
+	case n.direct != nil:
+		return p.capture(n.direct, row)
 	case len(n.captures) > 0:
 		v, err := p.value()
 		if err != nil {
@@ -116,6 +125,54 @@ func (p *parser) member(n *node, row []any) error {
 	}
 	// A field of a non-object is null.
 	return p.skip()
+}
+
+// capture reads the value at p.i for the column of c, whose path ends
+// here. A string or a number is converted to the column's type as it is
+// read (the row then holds one boxed value, not the JSON value and then
+// its conversion); a value that does not convert, and any other JSON
+// value, is stored as the JSON value for Convert, which makes the same
+// error or conversion as for every other column.
+func (p *parser) capture(c *capture, row []any) error {
+	bit := uint64(1) << (c.col % 64)
+	word := &p.converted[c.col/64]
+	if p.i < len(p.s) {
+		switch ch := p.s[p.i]; {
+		case ch == '"':
+			s, err := p.str()
+			if err != nil {
+				return err
+			}
+			if v, reason := c.conv.scalar(s); reason == "" {
+				row[c.col] = v
+				*word |= bit
+				return nil
+			}
+			row[c.col] = s
+			*word &^= bit
+			return nil
+		case ch == '-' || (ch >= '0' && ch <= '9'):
+			t, err := p.number()
+			if err != nil {
+				return err
+			}
+			if v, reason := c.conv.scalar(json.Number(t)); reason == "" {
+				row[c.col] = v
+				*word |= bit
+				return nil
+			}
+			row[c.col] = json.Number(t)
+			*word &^= bit
+			return nil
+		}
+	}
+	v, err := p.value()
+	if err != nil {
+		return err
+	}
+	row[c.col] = v
+	*word &^= bit
+	return nil
 }
 
 // walkMode is what walk does with each member of an object or array.
