@@ -909,3 +909,46 @@ func TestDecodeConvertsAsItReadsAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeStringsWordAtATime puts each byte a string's reader must look
+// at (quote, backslash and escapes, control characters, multi-byte and
+// invalid UTF-8, DEL and the bytes around the bounds) at every position of
+// strings of 0 to 24 bytes, where the reader goes eight bytes at a time,
+// and requires what encoding/json makes of them, as a key, as a value,
+// and as a value that is skipped.
+func TestDecodeStringsWordAtATime(t *testing.T) {
+	specials := []string{`"`, `\"`, `\\`, `\n`, `\u00e9`, `\ud83d\ude00`, `\`, "\x00", "\x1f", " ", "!", "#",
+		"[", "]", "\x7f", "\x80", "\xff", "é", "€", "😀", "\xe2\x82", "\xed\xa0\x80"}
+	for n := 0; n <= 24; n++ {
+		for pos := 0; pos <= n; pos++ {
+			for _, sp := range specials {
+				s := strings.Repeat("a", pos) + sp + strings.Repeat("b", n-pos)
+				for _, doc := range []string{`"` + s + `"`, `{"` + s + `":1}`, `{"k":"` + s + `","x":"` + s + `"}`} {
+					checkParserMatchesStd(t, []byte(doc))
+				}
+			}
+		}
+	}
+	// Through the visit: a mapped key's value is read (str), the other
+	// keys' values skipped (skipString).
+	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "k", Type: iceberg.PrimitiveTypes.String})
+	d, err := New(schema, map[string]string{"k": "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n <= 24; n++ {
+		for _, sp := range specials {
+			s := strings.Repeat("a", n/2) + sp + strings.Repeat("b", n-n/2)
+			doc := `{"skipped":"` + s + `","k":"` + s + `"}`
+			row, err := d.DecodeInto(nil, []byte(doc))
+			var want map[string]any
+			stdErr := json.Unmarshal([]byte(doc), &want)
+			if (err == nil) != (stdErr == nil) {
+				t.Fatalf("%q: decode error %v, encoding/json error %v", doc, err, stdErr)
+			}
+			if err == nil && row[0] != want["k"] {
+				t.Fatalf("%q: decoded %q, encoding/json %q", doc, row[0], want["k"])
+			}
+		}
+	}
+}
