@@ -193,6 +193,7 @@ func (p *pipeline) flush() {
 		rec = p.plain.NewRecordBatch()
 	} else {
 		rb := NewRowBuilder(memory.DefaultAllocator, p.arrow)
+		presize(rb, p.buf.Len(), p.buf.data)
 		p.buf.replay(rb)
 		p.buf.reset()
 		rec = rb.NewRecordBatch()

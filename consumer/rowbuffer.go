@@ -97,6 +97,10 @@ type rowBuffer struct {
 	next   int      // size of the next chunk
 	held   int64    // bytes of all chunks
 	rows   int
+	// data is the bytes of the buffered values of each string and
+	// binary column (nil until the first), so that a replay reserves
+	// them at once (presize).
+	data []int
 }
 
 // encodeBufs holds the buffers rows are encoded in before they are copied
@@ -126,7 +130,13 @@ func (r *rowBuffer) append(row Row) {
 			s := v.(string)
 			b = binary.AppendUvarint(b, uint64(len(s)))
 			b = append(b, s...)
-		case kindBinary, kindFixed:
+			r.tally(i, len(s))
+		case kindBinary:
+			x := v.([]byte)
+			b = binary.AppendUvarint(b, uint64(len(x)))
+			b = append(b, x...)
+			r.tally(i, len(x))
+		case kindFixed:
 			x := v.([]byte)
 			b = binary.AppendUvarint(b, uint64(len(x)))
 			b = append(b, x...)
@@ -163,6 +173,44 @@ func (r *rowBuffer) append(row Row) {
 	*bp = b
 	r.put(b)
 	r.rows++
+}
+
+// tally counts n bytes of a value of column i.
+func (r *rowBuffer) tally(i, n int) {
+	if r.data == nil {
+		r.data = make([]int, len(r.kinds))
+	}
+	r.data[i] += n
+}
+
+// presize reserves in rb room for rows rows and, for each string and
+// binary column, for the value bytes that the tallies (rowBuffer.data
+// of the rows in memory, spill.data of those set aside) count, before
+// they are replayed into it. Replaying then grows no buffer: the
+// builders' doublings copied each column's values about once more and
+// allocated up to twice their size. It changes what is in memory only.
+func presize(rb *RowBuilder, rows int, tallies ...[]int) {
+	if rows == 0 {
+		return
+	}
+	for i, fb := range rb.fields {
+		fb.Reserve(rows)
+		n := 0
+		for _, t := range tallies {
+			if t != nil {
+				n += t[i]
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		switch b := fb.(type) {
+		case *array.StringBuilder:
+			b.ReserveData(n)
+		case *array.BinaryBuilder:
+			b.ReserveData(n)
+		}
+	}
 }
 
 // put copies one encoded row into the last chunk, or a new one.
@@ -295,6 +343,7 @@ func (r *rowBuffer) reset() {
 		r.mem.Free(c)
 	}
 	clear(r.chunks) // no reference left to the freed chunks
+	clear(r.data)
 	r.chunks, r.used = r.chunks[:0], r.used[:0]
 	r.held, r.rows, r.next = 0, 0, minChunk
 }

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -115,7 +116,19 @@ func TestRowBufferMatchesAppendRow(t *testing.T) {
 			t.Fatalf("3000 rows in %d chunk: the test does not cross chunks", len(buf.chunks))
 		}
 		rb := NewRowBuilder(mem, as)
+		presize(rb, buf.Len(), buf.data)
+		caps, dataCaps := builderCaps(rb)
 		buf.replay(rb)
+		// presize reserved exactly enough: replaying grew no buffer,
+		// and every string and binary column's values filled its room.
+		if c, d := builderCaps(rb); !slices.Equal(c, caps) || !slices.Equal(d, dataCaps) {
+			t.Errorf("batch %d: replaying grew buffers: capacities %v, data %v; after presize %v, data %v", batch, c, d, caps, dataCaps)
+		}
+		for i, fb := range rb.fields {
+			if b, ok := fb.(interface{ DataLen() int }); ok && b.DataLen() > 0 && b.DataLen() != buf.data[i] {
+				t.Errorf("batch %d: column %d holds %d bytes of values, the tally %d", batch, i, b.DataLen(), buf.data[i])
+			}
+		}
 		buf.reset()
 		got := rb.NewRecordBatch()
 		rb.Release()
@@ -129,6 +142,20 @@ func TestRowBufferMatchesAppendRow(t *testing.T) {
 			t.Fatalf("after reset: %d rows, %d bytes held", buf.Len(), buf.held)
 		}
 	}
+}
+
+// builderCaps gives the room of each of rb's builders: in values, and in
+// value bytes for strings and binary (0 for the others).
+func builderCaps(rb *RowBuilder) (caps, dataCaps []int) {
+	for _, fb := range rb.fields {
+		caps = append(caps, fb.Cap())
+		d := 0
+		if b, ok := fb.(interface{ DataCap() int }); ok {
+			d = b.DataCap()
+		}
+		dataCaps = append(dataCaps, d)
+	}
+	return caps, dataCaps
 }
 
 // decodeAllTypes decodes allTypesDocs with schema and mapping, and returns

@@ -286,9 +286,12 @@ func (s *segment) batch(busy bool) (arrow.RecordBatch, error) {
 		rb := NewRowBuilder(s.mem, s.schema)
 		defer rb.Release()
 		if s.sp != nil {
+			presize(rb, s.sp.rows+s.buf.Len(), s.sp.data, s.buf.data)
 			if err := s.sp.replay(rb, s.buf.kinds); err != nil {
 				return nil, err
 			}
+		} else {
+			presize(rb, s.buf.Len(), s.buf.data)
 		}
 		s.buf.replay(rb)
 		s.buf.reset()

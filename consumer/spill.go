@@ -38,6 +38,7 @@ type spill struct {
 	f    *os.File
 	n    int64 // bytes in the file
 	rows int   // rows in the file
+	data []int // bytes of each string and binary column's values in the file (rowBuffer.data)
 }
 
 // createSpill creates the spill file of a segment of topic/partition.
@@ -73,6 +74,14 @@ func (s *spill) write(buf *rowBuffer) error {
 		return fmt.Errorf("spill rows to %s: %w", filepath.Base(s.path), err)
 	}
 	s.rows += buf.Len()
+	if buf.data != nil {
+		if s.data == nil {
+			s.data = make([]int, len(buf.data))
+		}
+		for i, n := range buf.data {
+			s.data[i] += n
+		}
+	}
 	return nil
 }
 
@@ -121,6 +130,7 @@ func (s *spill) replay(rb *RowBuilder, kinds []colKind) error {
 		return fmt.Errorf("empty spill file %s: %w", filepath.Base(s.path), err)
 	}
 	s.n, s.rows = 0, 0
+	clear(s.data)
 	return nil
 }
 

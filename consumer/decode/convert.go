@@ -198,129 +198,163 @@ func jsonKind(v any) string {
 func (c *converter) convert(v any) (any, error) {
 	switch c.kind {
 	case kString:
+		if _, ok := v.(string); ok {
+			return v, nil // already boxed: no new allocation
+		}
+	case kStruct:
+		if m, ok := v.(map[string]any); ok {
+			return c.convertStruct(m)
+		}
+		return nil, convErr(c, v, reasonUnsupported)
+	case kList:
+		if a, ok := v.([]any); ok {
+			return c.convertList(a)
+		}
+		return nil, convErr(c, v, reasonUnsupported)
+	case kMap:
+		if m, ok := v.(map[string]any); ok {
+			return c.convertMap(m)
+		}
+		return nil, convErr(c, v, reasonUnsupported)
+	}
+	out, reason := c.scalar(v)
+	if reason != "" {
+		return nil, convErr(c, v, reason)
+	}
+	return out, nil
+}
+
+// primitive reports whether the type is neither struct, list nor map:
+// scalar converts its values.
+func (c *converter) primitive() bool {
+	return c.kind != kStruct && c.kind != kList && c.kind != kMap
+}
+
+// reasonUnsupported is the reason of a JSON value of a type the column's
+// type does not convert from.
+const reasonUnsupported = "unsupported JSON type"
+
+// scalar converts a non-null JSON value to a primitive type (every kind
+// but struct, list and map), or returns why it cannot, for convert to
+// make the error of. It never keeps v, not even in its result, so a
+// caller passing a value it has not boxed yet (the reader's capture of a
+// string or a number) boxes it on its stack: only the result is boxed
+// on the heap.
+func (c *converter) scalar(v any) (any, string) {
+	switch c.kind {
+	case kString:
 		switch t := v.(type) {
 		case string:
-			return v, nil // already boxed: no new allocation
+			return t, ""
 		case json.Number:
-			return string(t), nil
+			return string(t), ""
 		case float64:
-			return formatFloat(t), nil
+			return formatFloat(t), ""
 		case bool:
 			if t {
-				return "true", nil
+				return "true", ""
 			}
-			return "false", nil
+			return "false", ""
 		}
 	case kInt:
 		n, reason := toInt64(v, 0)
 		if reason != "" {
-			return nil, convErr(c, v, reason)
+			return nil, reason
 		}
 		if n < math.MinInt32 || n > math.MaxInt32 {
-			return nil, convErr(c, v, "out of range")
+			return nil, reasonRange
 		}
-		return int32(n), nil
+		return int32(n), ""
 	case kLong:
 		n, reason := toInt64(v, 0)
 		if reason != "" {
-			return nil, convErr(c, v, reason)
+			return nil, reason
 		}
-		return n, nil
+		return n, ""
 	case kFloat:
 		f, reason := toFloat(v, 32)
 		if reason != "" {
-			return nil, convErr(c, v, reason)
+			return nil, reason
 		}
-		return float32(f), nil
+		return float32(f), ""
 	case kDouble:
 		f, reason := toFloat(v, 64)
 		if reason != "" {
-			return nil, convErr(c, v, reason)
+			return nil, reason
 		}
-		return f, nil
+		return f, ""
 	case kBool:
-		switch v := v.(type) {
+		switch t := v.(type) {
 		case bool:
-			return v, nil
+			return t, ""
 		case string:
-			switch v {
+			switch t {
 			case "true":
-				return true, nil
+				return true, ""
 			case "false":
-				return false, nil
+				return false, ""
 			}
-			return nil, convErr(c, v, `want "true" or "false"`)
+			return nil, `want "true" or "false"`
 		}
 	case kDate:
 		if s, ok := v.(string); ok {
 			days, ok := parseDate(s)
 			if !ok {
-				return nil, convErr(c, v, "want YYYY-MM-DD or an RFC 3339 timestamp")
+				return nil, "want YYYY-MM-DD or an RFC 3339 timestamp"
 			}
-			return arrow.Date32(days), nil
+			return arrow.Date32(days), ""
 		}
 	case kTime:
 		if s, ok := v.(string); ok {
 			us, ok := parseTimeOfDay(s)
 			if !ok {
-				return nil, convErr(c, v, "want HH:MM:SS[.ffffff]")
+				return nil, "want HH:MM:SS[.ffffff]"
 			}
-			return arrow.Time64(us), nil
+			return arrow.Time64(us), ""
 		}
 	case kTimestamp, kTimestampNs:
-		return c.convertTimestamp(v)
+		return c.timestamp(v)
 	case kDecimal:
 		n, reason := toDecimal(v, c.prec, c.scale)
 		if reason != "" {
-			return nil, convErr(c, v, reason)
+			return nil, reason
 		}
-		return n, nil
+		return n, ""
 	case kBinary, kFixed:
 		if s, ok := v.(string); ok {
 			b, ok := decodeBase64(s)
 			if !ok {
-				return nil, convErr(c, v, "not base64")
+				return nil, "not base64"
 			}
 			if c.kind == kFixed && len(b) != c.size {
-				return nil, convErr(c, v, "decoded length "+strconv.Itoa(len(b))+", want "+strconv.Itoa(c.size))
+				return nil, "decoded length " + strconv.Itoa(len(b)) + ", want " + strconv.Itoa(c.size)
 			}
-			return b, nil
+			return b, ""
 		}
 	case kUUID:
 		if s, ok := v.(string); ok {
 			// uuid.Parse also takes urn:, braces and bare hex; only the
 			// canonical 36-character form is accepted here.
 			if len(s) != 36 {
-				return nil, convErr(c, v, "want the canonical xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx form")
+				return nil, "want the canonical xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx form"
 			}
 			u, err := uuid.Parse(s)
 			if err != nil {
-				return nil, convErr(c, v, "want the canonical xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx form")
+				return nil, "want the canonical xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx form"
 			}
-			return u, nil
-		}
-	case kStruct:
-		if m, ok := v.(map[string]any); ok {
-			return c.convertStruct(m)
-		}
-	case kList:
-		if a, ok := v.([]any); ok {
-			return c.convertList(a)
-		}
-	case kMap:
-		if m, ok := v.(map[string]any); ok {
-			return c.convertMap(m)
+			return u, ""
 		}
 	}
-	return nil, convErr(c, v, "unsupported JSON type")
+	return nil, reasonUnsupported
 }
 
-func (c *converter) convertTimestamp(v any) (any, error) {
+// timestamp is scalar for the timestamp kinds.
+func (c *converter) timestamp(v any) (any, string) {
 	switch v := v.(type) {
 	case string:
 		sec, nanos, ok := parseTimestamp(v)
 		if !ok {
-			return nil, convErr(c, v, "want an RFC 3339 timestamp")
+			return nil, "want an RFC 3339 timestamp"
 		}
 		// Sub-unit digits are truncated (floor), as nanosecond producers
 		// writing to a microsecond column expect.
@@ -329,13 +363,13 @@ func (c *converter) convertTimestamp(v any) (any, error) {
 			// parseTimestamp limits years to 0000-9999, which does not fit
 			// in int64 nanoseconds everywhere.
 			if sec > (math.MaxInt64-999_999_999)/1_000_000_000 || sec < math.MinInt64/1_000_000_000 {
-				return nil, convErr(c, v, "out of range for nanoseconds")
+				return nil, "out of range for nanoseconds"
 			}
 			t = sec*1e9 + nanos
 		} else {
 			t = sec*1e6 + nanos/1000
 		}
-		return arrow.Timestamp(t), nil
+		return arrow.Timestamp(t), ""
 	case json.Number, float64:
 		// A JSON number is epoch milliseconds; fractional milliseconds are
 		// accepted down to the column's unit.
@@ -348,11 +382,11 @@ func (c *converter) convertTimestamp(v any) (any, error) {
 			if reason == reasonFraction {
 				reason = "epoch milliseconds more precise than the column"
 			}
-			return nil, convErr(c, v, reason)
+			return nil, reason
 		}
-		return arrow.Timestamp(n), nil
+		return arrow.Timestamp(n), ""
 	}
-	return nil, convErr(c, v, "unsupported JSON type")
+	return nil, reasonUnsupported
 }
 
 func (c *converter) convertStruct(m map[string]any) (any, error) {

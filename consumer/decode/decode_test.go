@@ -815,3 +815,140 @@ func BenchmarkDecode(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// TestDecodeConvertsAsItReadsAlike checks the columns the visit converts
+// as it reads them (a string or a number at the end of a column's plain
+// path) against converting the built document afterwards: the same rows,
+// and the same error, first column first, when a value does not convert,
+// a duplicate key replaces a converted value, or a required column is
+// missing before one that fails.
+func TestDecodeConvertsAsItReadsAlike(t *testing.T) {
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "s", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 2, Name: "i", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 3, Name: "l", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 4, Name: "f", Type: iceberg.PrimitiveTypes.Float32},
+		iceberg.NestedField{ID: 5, Name: "d", Type: iceberg.PrimitiveTypes.Float64},
+		iceberg.NestedField{ID: 6, Name: "b", Type: iceberg.PrimitiveTypes.Bool},
+		iceberg.NestedField{ID: 7, Name: "day", Type: iceberg.PrimitiveTypes.Date},
+		iceberg.NestedField{ID: 8, Name: "tod", Type: iceberg.PrimitiveTypes.Time},
+		iceberg.NestedField{ID: 9, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
+		iceberg.NestedField{ID: 10, Name: "ns", Type: iceberg.PrimitiveTypes.TimestampNs},
+		iceberg.NestedField{ID: 11, Name: "dec", Type: iceberg.DecimalTypeOf(9, 2)},
+		iceberg.NestedField{ID: 12, Name: "bin", Type: iceberg.PrimitiveTypes.Binary},
+		iceberg.NestedField{ID: 13, Name: "fx", Type: iceberg.FixedTypeOf(2)},
+		iceberg.NestedField{ID: 14, Name: "u", Type: iceberg.PrimitiveTypes.UUID},
+	)
+	mapping := map[string]string{}
+	for _, f := range schema.Fields() {
+		mapping[f.Name] = "p." + f.Name
+	}
+	mapping["l"] = "l" // a top-level key too
+	d, err := New(schema, mapping)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.root.children["l"].direct == nil || d.root.children["p"].children["s"].direct == nil {
+		t.Fatal("the visit does not convert these columns as it reads them")
+	}
+	whole := *d
+	whole.root = nil
+	docs := []string{
+		`{"l":1,"p":{"s":"x","i":2,"f":1.5,"d":-0.25,"b":true,"day":"2026-12-02","tod":"12:00:00.5","ts":"2026-12-02T10:00:00+01:00",
+		  "ns":1764669600123.456,"dec":"12.30","bin":"aGk=","fx":"AQI=","u":"f81d4fae-7dec-11d0-a765-00a0c91e6bf6"}}`,
+		`{"l":"42","p":{"s":7.50,"i":"3","f":"NaN","d":"-inf","b":"false","ts":1764669600000,"dec":1.5}}`,
+		`{"l":300,"p":{"s":true,"i":1e3,"d":1e308,"dec":-0.01}}`,
+		// values that do not convert: the first one in schema order names the error
+		`{"l":1,"p":{"i":2147483648}}`,
+		`{"l":1,"p":{"i":1.5,"dec":1.234}}`,
+		`{"l":1,"p":{"day":"2026-13-01"}}`,
+		`{"l":1,"p":{"u":"f81d4fae7dec11d0a76500a0c91e6bf6"}}`,
+		`{"l":1,"p":{"fx":"AQID"}}`,
+		`{"l":1,"p":{"bin":"not base64!"}}`,
+		`{"l":1,"p":{"b":"yes"}}`,
+		`{"l":1,"p":{"f":1e39,"d":"x"}}`,
+		`{"l":1,"p":{"ns":"9999-01-01T00:00:00Z"}}`,
+		`{"l":1,"p":{"s":{"a":1},"i":[1],"b":null}}`,
+		// required l missing before a failing column, or not a number
+		`{"p":{"i":"x"}}`,
+		`{"l":null,"p":{"i":1}}`,
+		`{"l":"x"}`,
+		`{"l":9223372036854775808}`,
+		// duplicate keys: the last occurrence wins, converted or not
+		`{"l":1,"l":"x"}`,
+		`{"l":"x","l":2}`,
+		`{"l":1,"p":{"i":5,"i":"bad"}}`,
+		`{"l":1,"p":{"i":"bad","i":5}}`,
+		`{"l":1,"p":{"i":5},"p":{"d":2}}`,
+		`{"l":1,"p":{"i":5},"p":null}`,
+		`{"l":1,"p":{"s":"a","s":{"x":1}}}`,
+		`{"l":1,"p":{"s":"esc\u0061ped","u":"F81D4FAE-7DEC-11D0-A765-00A0C91E6BF6"}}`,
+	}
+	for _, doc := range docs {
+		got, gerr := d.DecodeInto(nil, []byte(doc))
+		ref, rerr := whole.DecodeInto(nil, []byte(doc))
+		if fmt.Sprint(gerr) != fmt.Sprint(rerr) {
+			t.Errorf("%s:\nvisit error %v\nwhole error %v", doc, gerr, rerr)
+			continue
+		}
+		if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", ref) {
+			t.Errorf("%s:\nvisit %#v\nwhole %#v", doc, got, ref)
+		}
+	}
+	// The same documents into one reused row, as the consumer decodes.
+	var row, ref Row
+	for _, doc := range docs {
+		var gerr, rerr error
+		row, gerr = d.DecodeInto(row, []byte(doc))
+		ref, rerr = whole.DecodeInto(ref, []byte(doc))
+		if fmt.Sprint(gerr) != fmt.Sprint(rerr) || fmt.Sprintf("%#v", row) != fmt.Sprintf("%#v", ref) {
+			t.Errorf("%s, reused row:\nvisit %#v, %v\nwhole %#v, %v", doc, row, gerr, ref, rerr)
+		}
+		if gerr != nil {
+			row, ref = nil, nil
+		}
+	}
+}
+
+// TestDecodeStringsWordAtATime puts each byte a string's reader must look
+// at (quote, backslash and escapes, control characters, multi-byte and
+// invalid UTF-8, DEL and the bytes around the bounds) at every position of
+// strings of 0 to 24 bytes, where the reader goes eight bytes at a time,
+// and requires what encoding/json makes of them, as a key, as a value,
+// and as a value that is skipped.
+func TestDecodeStringsWordAtATime(t *testing.T) {
+	specials := []string{`"`, `\"`, `\\`, `\n`, `\u00e9`, `\ud83d\ude00`, `\`, "\x00", "\x1f", " ", "!", "#",
+		"[", "]", "\x7f", "\x80", "\xff", "é", "€", "😀", "\xe2\x82", "\xed\xa0\x80"}
+	for n := 0; n <= 24; n++ {
+		for pos := 0; pos <= n; pos++ {
+			for _, sp := range specials {
+				s := strings.Repeat("a", pos) + sp + strings.Repeat("b", n-pos)
+				for _, doc := range []string{`"` + s + `"`, `{"` + s + `":1}`, `{"k":"` + s + `","x":"` + s + `"}`} {
+					checkParserMatchesStd(t, []byte(doc))
+				}
+			}
+		}
+	}
+	// Through the visit: a mapped key's value is read (str), the other
+	// keys' values skipped (skipString).
+	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "k", Type: iceberg.PrimitiveTypes.String})
+	d, err := New(schema, map[string]string{"k": "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n <= 24; n++ {
+		for _, sp := range specials {
+			s := strings.Repeat("a", n/2) + sp + strings.Repeat("b", n-n/2)
+			doc := `{"skipped":"` + s + `","k":"` + s + `"}`
+			row, err := d.DecodeInto(nil, []byte(doc))
+			var want map[string]any
+			stdErr := json.Unmarshal([]byte(doc), &want)
+			if (err == nil) != (stdErr == nil) {
+				t.Fatalf("%q: decode error %v, encoding/json error %v", doc, err, stdErr)
+			}
+			if err == nil && row[0] != want["k"] {
+				t.Fatalf("%q: decoded %q, encoding/json %q", doc, row[0], want["k"])
+			}
+		}
+	}
+}

@@ -181,8 +181,9 @@ func (d *Decoder) DecodeInto(dst Row, payload []byte) (Row, error) {
 			}
 		}
 	}
-	// row holds the JSON values; convert them in place.
-	if err := d.Convert(row); err != nil {
+	// row holds the JSON values, but for those the visit converted as it
+	// read them; convert the others in place.
+	if err := d.convert(row, &p.converted); err != nil {
 		return nil, err
 	}
 	return row, nil
@@ -194,6 +195,12 @@ func (d *Decoder) DecodeInto(dst Row, payload []byte) (Row, error) {
 // of DecodeInto, which calls it once the mapping has selected the values. The
 // error is always a *Error.
 func (d *Decoder) Convert(row Row) error {
+	return d.convert(row, nil)
+}
+
+// convert is Convert for a row whose columns in done (nil: none) hold
+// values converted already.
+func (d *Decoder) convert(row Row, done *[maxConverted / 64]uint64) error {
 	if len(row) != len(d.cols) {
 		panic(fmt.Sprintf("decode: Convert: row has %d values, the schema %d columns", len(row), len(d.cols)))
 	}
@@ -204,6 +211,9 @@ func (d *Decoder) Convert(row Row) error {
 			if c.required {
 				return &Error{Reason: ReasonMissingRequired, Column: c.name, Err: errMissing}
 			}
+			continue
+		}
+		if done != nil && i < maxConverted && done[i/64]&(1<<(i%64)) != 0 {
 			continue
 		}
 		cv, err := c.conv.convert(v)

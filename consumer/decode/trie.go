@@ -10,11 +10,17 @@ type node struct {
 	// slots lists the columns at or below this node, which a duplicate key
 	// resets: as in encoding/json, the last occurrence of a key wins whole.
 	slots []int
+	// direct is set when the node's one capture is a whole column of a
+	// primitive type (its path ends here) whose number fits the parser's
+	// converted set: the reader then converts a string or number at once
+	// instead of boxing the JSON value for Convert (parser.capture).
+	direct *capture
 }
 
 type capture struct {
 	col  int
 	rest []pathSeg
+	conv *converter
 }
 
 // buildTrie builds the trie of the plain paths of cols. A path descends
@@ -42,7 +48,7 @@ func buildTrie(cols []column) *node {
 			n = child
 			k++
 		}
-		n.captures = append(n.captures, capture{col: i, rest: c.path[k:]})
+		n.captures = append(n.captures, capture{col: i, rest: c.path[k:], conv: c.conv})
 	}
 	root.finish()
 	return root
@@ -59,6 +65,12 @@ func (n *node) finish() {
 	for _, c := range n.captures {
 		n.slots = append(n.slots, c.col)
 	}
+	n.direct = nil
+	if len(n.captures) == 1 {
+		if c := &n.captures[0]; len(c.rest) == 0 && c.col < maxConverted && c.conv.primitive() {
+			n.direct = c
+		}
+	}
 	for _, child := range n.children {
 		child.finish()
 		n.slots = append(n.slots, child.slots...)
@@ -70,10 +82,10 @@ func (n *node) flatten() []capture {
 	var out []capture
 	for key, child := range n.children {
 		for _, c := range child.captures {
-			out = append(out, capture{col: c.col, rest: append([]pathSeg{{key: key}}, c.rest...)})
+			out = append(out, capture{col: c.col, rest: append([]pathSeg{{key: key}}, c.rest...), conv: c.conv})
 		}
 		for _, c := range child.flatten() {
-			out = append(out, capture{col: c.col, rest: append([]pathSeg{{key: key}}, c.rest...)})
+			out = append(out, capture{col: c.col, rest: append([]pathSeg{{key: key}}, c.rest...), conv: c.conv})
 		}
 	}
 	return out
