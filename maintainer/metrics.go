@@ -17,20 +17,23 @@ const (
 
 // metrics are the maintainer's Prometheus metrics.
 type metrics struct {
-	runs           *prometheus.CounterVec
-	failures       *prometheus.CounterVec
-	lastRun        *prometheus.GaugeVec
-	expired        *prometheus.CounterVec
-	snapshots      *prometheus.GaugeVec
-	metadataBytes  *prometheus.GaugeVec
-	manifests      *prometheus.GaugeVec
-	dataFiles      *prometheus.GaugeVec
-	smallFiles     *prometheus.GaugeVec
-	rewrittenBytes *prometheus.CounterVec
-	rewrittenFiles *prometheus.CounterVec
-	orphanFiles    *prometheus.CounterVec
-	orphanBytes    *prometheus.CounterVec
-	leaseHeld      *prometheus.GaugeVec
+	runs          *prometheus.CounterVec
+	failures      *prometheus.CounterVec
+	lastRun       *prometheus.GaugeVec
+	expired       *prometheus.CounterVec
+	snapshots     *prometheus.GaugeVec
+	metadataBytes *prometheus.GaugeVec
+	manifests     *prometheus.GaugeVec
+	dataFiles     *prometheus.GaugeVec
+	smallFiles    *prometheus.GaugeVec
+	// compactionsWaiting is the dataset's hand-off notes waiting for the
+	// committer to commit their replace.
+	compactionsWaiting *prometheus.GaugeVec
+	rewrittenBytes     *prometheus.CounterVec
+	rewrittenFiles     *prometheus.CounterVec
+	orphanFiles        *prometheus.CounterVec
+	orphanBytes        *prometheus.CounterVec
+	leaseHeld          *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -71,6 +74,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_maintainer_small_files",
 			Help: "Data files under half the target size that wait for compaction, after the last pass.",
 		}, []string{"dataset"}),
+		compactionsWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_compactions_waiting",
+			Help: "Compaction hand-offs written and not yet committed by the committer, after the last pass; while one waits no new compaction is planned.",
+		}, []string{"dataset"}),
 		rewrittenBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_maintainer_rewritten_bytes_total",
 			Help: "Bytes of data files that compaction read and wrote again: divided by the bytes committed, the write amplification.",
@@ -92,7 +99,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Bytes of the orphan objects deleted.",
 		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.leaseHeld} {
+	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.compactionsWaiting, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.leaseHeld} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register maintainer metrics: %w", err)
 		}

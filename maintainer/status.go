@@ -55,6 +55,7 @@ func (m *Maintainer) Status() rolestatus.Maintainer {
 	manifests := pmetrics.SumBy(pmetrics.Read(m.metrics.manifests), "dataset")
 	dataFiles := pmetrics.SumBy(pmetrics.Read(m.metrics.dataFiles), "dataset")
 	smallFiles := pmetrics.SumBy(pmetrics.Read(m.metrics.smallFiles), "dataset")
+	waiting := pmetrics.SumBy(pmetrics.Read(m.metrics.compactionsWaiting), "dataset")
 	rewrittenBytes := pmetrics.SumBy(pmetrics.Read(m.metrics.rewrittenBytes), "dataset")
 	expired := pmetrics.SumBy(pmetrics.Read(m.metrics.expired), "dataset")
 	m.state.mu.Lock()
@@ -66,12 +67,13 @@ func (m *Maintainer) Status() rolestatus.Maintainer {
 			Table:            d.Table,
 			SnapshotsExpired: expired[d.Name],
 			// A gauge no pass has set yet is left out.
-			Snapshots:      gauge(snapshots, d.Name),
-			MetadataBytes:  gauge(metadataBytes, d.Name),
-			Manifests:      gauge(manifests, d.Name),
-			DataFiles:      gauge(dataFiles, d.Name),
-			SmallFiles:     gauge(smallFiles, d.Name),
-			RewrittenBytes: gauge(rewrittenBytes, d.Name),
+			Snapshots:          gauge(snapshots, d.Name),
+			MetadataBytes:      gauge(metadataBytes, d.Name),
+			Manifests:          gauge(manifests, d.Name),
+			DataFiles:          gauge(dataFiles, d.Name),
+			SmallFiles:         gauge(smallFiles, d.Name),
+			CompactionsWaiting: gauge(waiting, d.Name),
+			RewrittenBytes:     gauge(rewrittenBytes, d.Name),
 		}
 		for step, o := range m.state.last[d.Name] {
 			s := &rolestatus.StepOutcome{}

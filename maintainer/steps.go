@@ -86,6 +86,11 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 			// applies it whether or not this process lives.
 			failpoint.Hit(failpoint.MaintainerAfterCompact)
 		}
+		waiting := plan.handoffs
+		if plan.groups > 0 {
+			waiting = 1 // the note just written
+		}
+		m.metrics.compactionsWaiting.WithLabelValues(d.Name).Set(float64(waiting))
 		if plan.handoffs == 0 {
 			// While a note waits, the table's files are as the last
 			// count saw them, minus what the committer applied since.

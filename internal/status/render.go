@@ -201,6 +201,9 @@ func renderDataset(w io.Writer, r *Report, d Dataset) {
 		}
 		fmt.Fprintf(w, "  table      %s snapshots   metadata.json %s   %s manifests   %s data files (%s small)   %s expired   %s rewritten\n",
 			optNum(u.Snapshots), meta, optNum(u.Manifests), optNum(u.DataFiles), optNum(u.SmallFiles), optNum(u.SnapshotsExpired), rewritten)
+		if u.CompactionsWaiting != nil && *u.CompactionsWaiting > 0 {
+			fmt.Fprintf(w, "             %s compaction(s) written, waiting for the committer's replace\n", num(*u.CompactionsWaiting))
+		}
 		for _, st := range sortedKeys(u.StepFailures) {
 			fmt.Fprintf(w, "             upkeep step %s failed %s times\n", st, num(u.StepFailures[st]))
 		}

@@ -159,6 +159,9 @@ type Upkeep struct {
 	// SmallFiles is the number of files under half the target size that
 	// wait for compaction.
 	SmallFiles *float64 `json:"small_files"`
+	// CompactionsWaiting is the number of the maintainer's compactions
+	// written and waiting for the committer to commit their replace.
+	CompactionsWaiting *float64 `json:"compactions_waiting"`
 	// RewrittenBytes counts the bytes compaction rewrote since the
 	// maintainer started: the write amplification's numerator.
 	RewrittenBytes *float64 `json:"rewritten_bytes"`
@@ -505,6 +508,7 @@ func upkeepView(mnt *probe, match map[string]string) *Upkeep {
 		"ingestor_maintainer_data_files":              &u.DataFiles,
 		"ingestor_maintainer_snapshots_expired_total": &u.SnapshotsExpired,
 		"ingestor_maintainer_small_files":             &u.SmallFiles,
+		"ingestor_maintainer_compactions_waiting":     &u.CompactionsWaiting,
 		"ingestor_maintainer_rewritten_bytes_total":   &u.RewrittenBytes,
 	} {
 		if v, ok := mnt.metrics.sum(name, match); ok {

@@ -21,12 +21,15 @@ type MaintainerDataset struct {
 	// Snapshots kept, the current metadata.json's bytes, the data
 	// manifests and data files of the current snapshot, the files waiting
 	// for compaction, and the bytes compaction rewrote since start.
-	Snapshots      *float64 `json:"snapshots,omitempty"`
-	MetadataBytes  *float64 `json:"metadata_bytes,omitempty"`
-	Manifests      *float64 `json:"manifests,omitempty"`
-	DataFiles      *float64 `json:"data_files,omitempty"`
-	SmallFiles     *float64 `json:"small_files,omitempty"`
-	RewrittenBytes *float64 `json:"rewritten_bytes,omitempty"`
+	Snapshots     *float64 `json:"snapshots,omitempty"`
+	MetadataBytes *float64 `json:"metadata_bytes,omitempty"`
+	Manifests     *float64 `json:"manifests,omitempty"`
+	DataFiles     *float64 `json:"data_files,omitempty"`
+	SmallFiles    *float64 `json:"small_files,omitempty"`
+	// CompactionsWaiting is the compaction hand-offs that wait for the
+	// committer to commit their replace.
+	CompactionsWaiting *float64 `json:"compactions_waiting,omitempty"`
+	RewrittenBytes     *float64 `json:"rewritten_bytes,omitempty"`
 	// The last outcome of each step of a pass; absent until it ran.
 	LastLoad      *StepOutcome `json:"last_load,omitempty"`
 	LastExpire    *StepOutcome `json:"last_expire,omitempty"`
