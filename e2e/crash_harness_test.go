@@ -19,6 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/icewal/ingestor/internal/devenv"
 	"github.com/icewal/ingestor/shared/config"
@@ -41,6 +43,10 @@ type world struct {
 	az      *devenv.Azurite
 	pg      *devenv.Postgres
 	catalog map[string]string
+	// sasl is the kafka.sasl block of the instances' configs, "" without
+	// SASL; genOpts are the client options of the test's producers.
+	sasl    string
+	genOpts []kgo.Opt
 
 	mu    sync.Mutex
 	procs []*xproc
@@ -55,13 +61,21 @@ type worldOptions struct {
 	// restartableKafka persists the broker's records and offsets, so
 	// that restartKafka can bring it back on the same port.
 	restartableKafka bool
+	// kafkaSASL makes the broker require SASL; the configs then read the
+	// password from the environment variable kafkaPasswordEnv.
+	kafkaSASL *devenv.SASLUser
+	// catalogExtra adds catalog properties to the configs.
+	catalogExtra map[string]string
 }
+
+// kafkaPasswordEnv holds the Kafka password of SASL test configs.
+const kafkaPasswordEnv = "INGESTOR_E2E_KAFKA_PASSWORD"
 
 func newWorld(t *testing.T, o worldOptions) *world {
 	t.Helper()
 	ctx := context.Background()
 	w := &world{t: t, dir: t.TempDir()}
-	w.kopts = devenv.KafkaOptions{Partitions: o.partitions, Topics: o.topics}
+	w.kopts = devenv.KafkaOptions{Partitions: o.partitions, Topics: o.topics, SASL: o.kafkaSASL}
 	if o.restartableKafka {
 		w.kopts.Port = freePorts(t, 1)[0]
 		w.kopts.DataDir = filepath.Join(w.dir, "kafka")
@@ -101,6 +115,15 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	for k, v := range az.Properties() {
 		w.catalog[k] = v
 	}
+	for k, v := range o.catalogExtra {
+		w.catalog[k] = v
+	}
+	if u := o.kafkaSASL; u != nil {
+		// The test process loads the configs too, so the variable is its own.
+		t.Setenv(kafkaPasswordEnv, u.Password)
+		w.sasl = fmt.Sprintf(", sasl: {mechanism: %s, username: %s, password: '${env:%s}'}", u.Mechanism, u.User, kafkaPasswordEnv)
+		w.genOpts = append(w.genOpts, kgo.SASL(scram.Auth{User: u.User, Pass: u.Password}.AsSha512Mechanism()))
+	}
 	// Processes die before the parts they talk to are stopped.
 	t.Cleanup(w.killAll)
 	return w
@@ -123,9 +146,39 @@ func (w *world) restartKafka(down time.Duration) {
 type dataset struct {
 	topic string
 	table string // namespace.name
+	// yaml is the dataset's entry in the config; "" for the narrow
+	// mapping of the crash tests (see newInstanceFor).
+	yaml string
 }
 
 func datasetOf(topic string) dataset { return dataset{topic: topic, table: "crash." + topic} }
+
+// clicksTable is the table of clicksDataset.
+const clicksTable = "web.clicks"
+
+// clicksDataset is the dataset `ingestor demo` runs, named clicks: every
+// field of the generator's events, nested ones included, into web.clicks.
+func clicksDataset(topic string) dataset {
+	return dataset{topic: topic, table: clicksTable, yaml: devenv.ClicksDataset(topic)}
+}
+
+// newClicks is a world with the topic clicks of four partitions and one
+// instance that reads it with clicksDataset, its rotation limits those of
+// the record-path tests.
+func newClicks(t *testing.T, o worldOptions) (*world, *instance) {
+	t.Helper()
+	o.topics, o.partitions = []string{clicksTopic}, 4
+	w := newWorld(t, o)
+	return w, w.newInstance("clicks", clicksOptions())
+}
+
+// clicksTopic is the topic of newClicks.
+const clicksTopic = "clicks"
+
+// clicksOptions are the options of an instance of newClicks.
+func clicksOptions() instanceOptions {
+	return instanceOptions{datasets: []dataset{clicksDataset(clicksTopic)}, maxFileSizeBytes: 200000}
+}
 
 // instanceOptions configure one ingestor instance.
 type instanceOptions struct {
@@ -139,9 +192,11 @@ type instanceOptions struct {
 	upkeep bool
 	// compactionFanIn is maintenance.compactionFanIn; 0 leaves compaction off.
 	compactionFanIn int
-	// stallTimeoutSeconds is ingestion.stallTimeoutSeconds; 0 keeps the
+	// stallTimeoutSeconds is ingestion.stallTimeoutSeconds and
+	// diskHighWatermarkPct ingestion.wal.diskHighWatermarkPct; 0 keeps the
 	// default.
-	stallTimeoutSeconds float64
+	stallTimeoutSeconds  float64
+	diskHighWatermarkPct int
 	// env is added to the environment of every process of the instance.
 	env []string
 }
@@ -194,20 +249,19 @@ func (w *world) newInstanceFor(t *testing.T, name string, o instanceOptions) *in
 		in.metrics[r] = fmt.Sprintf("127.0.0.1:%d", ports[i])
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `ingestion:
-  commitIntervalSeconds: %g
-  drainTimeoutSeconds: 60
-  wal: {dir: %q, maxFileAgeMinutes: %g, maxFileSizeBytes: %d}
-kafka: {brokers: [%q]}
+	fmt.Fprintf(&b, "ingestion:\n  commitIntervalSeconds: %g\n  drainTimeoutSeconds: 60\n", o.commitInterval)
+	if o.stallTimeoutSeconds > 0 {
+		fmt.Fprintf(&b, "  stallTimeoutSeconds: %g\n", o.stallTimeoutSeconds)
+	}
+	watermark := ""
+	if o.diskHighWatermarkPct > 0 {
+		watermark = fmt.Sprintf(", diskHighWatermarkPct: %d", o.diskHighWatermarkPct)
+	}
+	fmt.Fprintf(&b, `  wal: {dir: %q, maxFileAgeMinutes: %g, maxFileSizeBytes: %d%s}
+kafka: {brokers: [%q]%s}
 catalog:
   name: crash
-`, o.commitInterval, in.walDir, o.maxFileAgeMinutes, o.maxFileSizeBytes, w.broker)
-	if o.stallTimeoutSeconds > 0 {
-		// Into the ingestion block above: a second one would be refused.
-		b2 := strings.Replace(b.String(), "ingestion:\n", fmt.Sprintf("ingestion:\n  stallTimeoutSeconds: %g\n", o.stallTimeoutSeconds), 1)
-		b.Reset()
-		b.WriteString(b2)
-	}
+`, in.walDir, o.maxFileAgeMinutes, o.maxFileSizeBytes, watermark, w.broker, w.sasl)
 	for k, v := range w.catalog {
 		fmt.Fprintf(&b, "  %s: %q\n", k, v)
 	}
@@ -224,6 +278,10 @@ catalog:
 	fmt.Fprintf(&b, "metrics:\n  address: %q\n  roles: {consumer: %q, uploader: %q, committer: %q, maintainer: %q}\ndatasets:\n",
 		in.metrics["supervisor"], in.metrics["consumer"], in.metrics["uploader"], in.metrics["committer"], in.metrics["maintainer"])
 	for _, d := range o.datasets {
+		if d.yaml != "" {
+			b.WriteString(d.yaml)
+			continue
+		}
 		fmt.Fprintf(&b, `  - name: %s
     topic: %s
     table: %s
@@ -270,6 +328,29 @@ func (p *xproc) running() bool {
 	default:
 		return true
 	}
+}
+
+// signal sends sig to the process.
+func (p *xproc) signal(sig syscall.Signal) { p.cmd.Process.Signal(sig) }
+
+// wait waits up to limit for the process to exit, with code 0 or one of
+// also, and returns how long it waited.
+func (p *xproc) wait(t *testing.T, limit time.Duration, also ...int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	select {
+	case <-p.done:
+	default:
+		select {
+		case <-p.done:
+		case <-time.After(limit):
+			t.Fatalf("%s did not exit within %s", p.name, limit)
+		}
+	}
+	if code := p.exitCode(); code != 0 && !slices.Contains(also, code) {
+		t.Fatalf("%s exited with code %d (%v)", p.name, code, p.err)
+	}
+	return time.Since(start)
 }
 
 // exitCode returns the process's exit code, -1 if a signal ended it.
@@ -341,26 +422,39 @@ func (in *instance) terminate() []*xproc {
 	}
 	in.mu.Unlock()
 	for _, p := range ps {
-		p.cmd.Process.Signal(syscall.SIGTERM)
+		p.signal(syscall.SIGTERM)
 	}
 	return ps
 }
 
-// awaitExit waits for each process to exit within limit, with code 0 or
-// one of also.
+// awaitExit waits for each process to exit within limit of the call, with
+// code 0 or one of also.
 func (in *instance) awaitExit(t *testing.T, ps []*xproc, limit time.Duration, also ...int) {
 	t.Helper()
-	deadline := time.After(limit)
+	deadline := time.Now().Add(limit)
 	for _, p := range ps {
-		select {
-		case <-p.done:
-		case <-deadline:
-			t.Fatalf("%s did not exit within %s of SIGTERM", p.name, limit)
-		}
-		if code := p.exitCode(); code != 0 && !slices.Contains(also, code) {
-			t.Fatalf("%s exited with code %d after SIGTERM (%v)", p.name, code, p.err)
-		}
+		p.wait(t, time.Until(deadline), also...)
 	}
+}
+
+// scrape reads the metrics of one of the instance's processes
+// ("supervisor" or a role); a failure fails the test.
+func (in *instance) scrape(role string) devenv.Samples {
+	in.t.Helper()
+	s, err := devenv.Scrape(context.Background(), in.metrics[role])
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	return s
+}
+
+// peek is scrape for a process that may not answer: no samples then.
+func (in *instance) peek(role string) devenv.Samples {
+	s, err := devenv.Scrape(context.Background(), in.metrics[role])
+	if err != nil {
+		return devenv.Samples{}
+	}
+	return s
 }
 
 // waitReady waits until the metrics endpoint of each running process of
@@ -465,10 +559,16 @@ func roleOf(pid int) string {
 	return string(args[1])
 }
 
+// generator returns a producer of the generator's events to topic; the
+// caller closes it.
+func (w *world) generator(topic string) (*devenv.Generator, error) {
+	return devenv.NewGenerator([]string{w.broker}, topic, w.genOpts...)
+}
+
 // produce sends count events numbered from first to topic at rate events
 // per second (0: at once), event seq timed by at.
 func (w *world) produce(ctx context.Context, topic string, first, count int64, rate int, at func(int64) time.Time) error {
-	g, err := devenv.NewGenerator([]string{w.broker}, topic)
+	g, err := w.generator(topic)
 	if err != nil {
 		return err
 	}
@@ -476,6 +576,32 @@ func (w *world) produce(ctx context.Context, topic string, first, count int64, r
 	g.Rate = rate
 	g.Time = at
 	return g.Run(ctx, first, count)
+}
+
+// produceMixed sends count records numbered from first to topic at once,
+// timed by eventTime, every badEvery-th one bad (0: none), and returns the
+// sequence numbers of the good ones and the expected drops by reason.
+func (w *world) produceMixed(t *testing.T, topic string, first, count, badEvery int64) (good []int64, bad map[string]int) {
+	t.Helper()
+	g, err := w.generator(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g.BadEvery = badEvery
+	g.Time = eventTime
+	if err := g.Run(context.Background(), first, count); err != nil {
+		t.Fatal(err)
+	}
+	bad = map[string]int{}
+	for seq := first; seq < first+count; seq++ {
+		if badEvery > 0 && seq%badEvery == badEvery-1 {
+			bad[devenv.BadReason(seq)]++
+			continue
+		}
+		good = append(good, seq)
+	}
+	return good, bad
 }
 
 // openTable loads a table through the world's catalog.

@@ -117,9 +117,6 @@ type envOptions struct {
 	catalogExtra map[string]string
 }
 
-// kafkaPasswordEnv holds the Kafka password of SASL test configs.
-const kafkaPasswordEnv = "INGESTOR_E2E_KAFKA_PASSWORD"
-
 const demoTopic = "clicks"
 
 func newEnv(t *testing.T, o envOptions) *env {
