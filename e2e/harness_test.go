@@ -345,3 +345,28 @@ func (e *env) walLeft() []string {
 	}
 	return names
 }
+
+// produce sends count records (every badEvery-th one bad) and returns the
+// sequence numbers of the good ones and the expected drops by reason.
+func (e *env) produce(first, count, badEvery int64) (good []int64, bad map[string]int) {
+	e.t.Helper()
+	g, err := devenv.NewGenerator(e.kafka.Addrs(), e.topic, e.genOpts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer g.Close()
+	g.BadEvery = badEvery
+	g.Time = eventTime
+	if err := g.Run(context.Background(), first, count); err != nil {
+		e.t.Fatal(err)
+	}
+	bad = map[string]int{}
+	for seq := first; seq < first+count; seq++ {
+		if badEvery > 0 && seq%badEvery == badEvery-1 {
+			bad[devenv.BadReason(seq)]++
+			continue
+		}
+		good = append(good, seq)
+	}
+	return good, bad
+}
