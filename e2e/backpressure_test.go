@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,10 +20,11 @@ func TestBackpressureOnASmallVolume(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("this test mounts a tmpfs and must run as root (CI does)")
 	}
-	e := newEnv(t, envOptions{})
-	in := e.peer("bp", func(doc string) string {
-		return strings.Replace(doc, "maxFileSizeBytes: 200000}", "maxFileSizeBytes: 200000, diskHighWatermarkPct: 30}", 1)
-	})
+	o := clicksOptions()
+	o.diskHighWatermarkPct = 30
+	w := newWorld(t, worldOptions{topics: []string{clicksTopic}, partitions: 4})
+	in := w.newInstance("bp", o)
+	defer in.dumpLogs()
 	if err := os.MkdirAll(in.walDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -33,15 +33,15 @@ func TestBackpressureOnASmallVolume(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", in.walDir).Run() })
 
-	p := e.start("bp", "run", "--config", in.cfgPath)
-	good, _ := e.produce(0, 2000, 0)
-	e.waitRows(int64(len(good)), time.Minute)
+	p := in.start("run")
+	good, _ := w.produceMixed(t, clicksTopic, 0, 2000, 0)
+	w.waitRows(t, map[string]int64{clicksTable: int64(len(good))}, time.Minute)
 
 	ctx := context.Background()
-	if err := e.azurite.Stop(); err != nil {
+	if err := w.az.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	g, err := devenv.NewGenerator(e.kafka.Addrs(), e.topic)
+	g, err := w.generator(clicksTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestBackpressureOnASmallVolume(t *testing.T) {
 	genDone := make(chan error, 1)
 	go func() { genDone <- g.Run(ctx, 2000, events) }()
 
-	consumer := func() devenv.Samples { return e.scrapeAt(in.metrics["consumer"]) }
+	consumer := func() devenv.Samples { return in.peek("consumer") }
 	var peakUsed float64
 	deadline := time.Now().Add(2 * time.Minute)
 	for consumer().Sum("ingestor_consumer_paused") != 1 {
@@ -80,20 +80,20 @@ func TestBackpressureOnASmallVolume(t *testing.T) {
 	}
 	var st syscall.Statfs_t
 	syscall.Statfs(in.walDir, &st)
-	if restarts := e.scrapeAt(in.metrics["supervisor"]).Sum("ingestor_supervisor_role_restarts_total"); restarts != 0 {
+	if restarts := in.peek("supervisor").Sum("ingestor_supervisor_role_restarts_total"); restarts != 0 {
 		t.Fatalf("%v role restarts while the volume filled (a full disk crashed a role)", restarts)
 	}
-	uploadFailures := e.scrapeAt(in.metrics["uploader"]).Sum("ingestor_uploader_upload_failures_total")
+	uploadFailures := in.peek("uploader").Sum("ingestor_uploader_upload_failures_total")
 	if uploadFailures == 0 {
 		t.Fatal("no upload failure counted while Azure Blob was down")
 	}
 
 	// Storage returns: ready files drain, consumption resumes, all lands.
 	outage := time.Now()
-	if err := e.azurite.Start(ctx); err != nil {
+	if err := w.az.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.waitRows(events+2000, 4*time.Minute)
+	w.waitRows(t, map[string]int64{clicksTable: events + 2000}, 4*time.Minute)
 	recovered := time.Since(outage)
 	if consumer().Sum("ingestor_consumer_paused") != 0 {
 		t.Fatal("still paused after every event landed")
@@ -105,7 +105,7 @@ func TestBackpressureOnASmallVolume(t *testing.T) {
 	for seq := int64(0); seq < events+2000; seq++ {
 		all = append(all, seq)
 	}
-	e.checkTable(all)
+	w.checkTable(t, clicksTable, all)
 	t.Logf("e2e: backpressure on a 16 MiB tmpfs, watermark 30%%: paused with %.0f of %d events consumed, peak volume use %.0f%%, %.0f upload failures while storage was down, paused %.0f s, all landed %s after storage returned",
 		c2, events+2000, peakUsed*100, uploadFailures, pausedFor, recovered.Round(time.Second))
 }

@@ -2,86 +2,29 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/icewal/ingestor/internal/devenv"
-	"github.com/icewal/ingestor/shared/walfile"
 )
-
-// peer is a second ingestor on the same topic, group and table, with
-// its own WAL directory and metrics ports, as a second pod would be.
-type peer struct {
-	cfgPath string
-	walDir  string
-	metrics map[string]string
-}
-
-func (e *env) peer(name string, edit func(string) string) *peer {
-	e.t.Helper()
-	b, err := os.ReadFile(e.cfgPath)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	in := &peer{walDir: filepath.Join(e.dir, "wal-"+name), metrics: map[string]string{}}
-	doc := strings.Replace(string(b), fmt.Sprintf("dir: %q", e.walDir), fmt.Sprintf("dir: %q", in.walDir), 1)
-	ports := freePorts(e.t, 5)
-	for i, r := range []string{"supervisor", "consumer", "uploader", "committer", "maintainer"} {
-		in.metrics[r] = fmt.Sprintf("127.0.0.1:%d", ports[i])
-		doc = strings.Replace(doc, fmt.Sprintf("%q", e.metrics[r]), fmt.Sprintf("%q", in.metrics[r]), 1)
-	}
-	if edit != nil {
-		doc = edit(doc)
-	}
-	in.cfgPath = filepath.Join(e.dir, name+".yaml")
-	if err := os.WriteFile(in.cfgPath, []byte(doc), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-	return in
-}
-
-func (e *env) scrapeAt(addr string) devenv.Samples {
-	s, err := devenv.Scrape(context.Background(), addr)
-	if err != nil {
-		return devenv.Samples{}
-	}
-	return s
-}
-
-func walFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	files, err := walfile.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, f := range files {
-		names = append(names, f.Name.String())
-	}
-	return names
-}
 
 // TestDrainHandsOffToTheOtherInstance stops one of two instances of a
 // consumer group in the middle of a stream: it exits 0 within the drain
 // budget, the other instance owns all partitions at once (not after a
 // session timeout), and the table has every event exactly once.
 func TestDrainHandsOffToTheOtherInstance(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	a := e.peer("a", nil)
-	b := e.peer("b", nil)
-	pa := e.start("a", "run", "--config", a.cfgPath)
-	pb := e.start("b", "run", "--config", b.cfgPath)
+	w, a := newClicks(t, worldOptions{})
+	b := w.newInstance("b", clicksOptions())
+	defer a.dumpLogs()
+	defer b.dumpLogs()
+	nParts := w.kopts.Partitions
+	pa := a.start("run")
+	pb := b.start("run")
 
-	assigned := func(in *peer) float64 {
-		return e.scrapeAt(in.metrics["consumer"]).Sum("ingestor_consumer_partitions_assigned")
+	assigned := func(in *instance) float64 {
+		return in.peek("consumer").Sum("ingestor_consumer_partitions_assigned")
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for !(assigned(a) > 0 && assigned(b) > 0 && assigned(a)+assigned(b) == float64(e.nParts)) {
+	for !(assigned(a) > 0 && assigned(b) > 0 && assigned(a)+assigned(b) == float64(nParts)) {
 		if time.Now().After(deadline) {
 			t.Fatalf("partitions not shared: a=%v b=%v", assigned(a), assigned(b))
 		}
@@ -89,7 +32,7 @@ func TestDrainHandsOffToTheOtherInstance(t *testing.T) {
 	}
 
 	// A steady stream, during which a gets SIGTERM.
-	g, err := devenv.NewGenerator(e.kafka.Addrs(), e.topic)
+	g, err := w.generator(clicksTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,18 +48,18 @@ func TestDrainHandsOffToTheOtherInstance(t *testing.T) {
 	sent := time.Now()
 	var handOff time.Duration
 	for {
-		if assigned(b) == float64(e.nParts) {
+		if assigned(b) == float64(nParts) {
 			handOff = time.Since(sent)
 			break
 		}
 		if time.Since(sent) > 30*time.Second {
-			t.Fatalf("b owns %v of %d partitions 30 s after a's SIGTERM", assigned(b), e.nParts)
+			t.Fatalf("b owns %v of %d partitions 30 s after a's SIGTERM", assigned(b), nParts)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	drain := pa.wait(t, 96*time.Second)
 	drain += handOff
-	if left := walFiles(t, a.walDir); len(left) > 0 {
+	if left := walLeft(t, a.walDir); len(left) > 0 {
 		t.Errorf("a's WAL not empty after its drain: %v", left)
 	}
 	if err := <-genDone; err != nil {
@@ -126,13 +69,13 @@ func TestDrainHandsOffToTheOtherInstance(t *testing.T) {
 	for seq := int64(0); seq < events; seq++ {
 		good = append(good, seq)
 	}
-	e.waitRows(events, 2*time.Minute)
+	w.waitRows(t, map[string]int64{clicksTable: events}, 2*time.Minute)
 	pb.signal(syscall.SIGTERM)
 	pb.wait(t, 96*time.Second)
-	if left := walFiles(t, b.walDir); len(left) > 0 {
+	if left := walLeft(t, b.walDir); len(left) > 0 {
 		t.Errorf("b's WAL not empty after its drain: %v", left)
 	}
-	e.checkTable(good)
+	w.checkTable(t, clicksTable, good)
 	t.Logf("e2e: two instances, %d events: hand-off to the other instance %s after SIGTERM, drain of the stopped instance %s",
 		events, handOff.Round(time.Millisecond), drain.Round(time.Millisecond))
 }

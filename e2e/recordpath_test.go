@@ -20,39 +20,13 @@ var baseTime = time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
 
 func eventTime(seq int64) time.Time { return baseTime.Add(time.Duration(seq) * 13 * time.Second) }
 
-// produce sends count records (every badEvery-th one bad) and returns the
-// sequence numbers of the good ones and the expected drops by reason.
-func (e *env) produce(first, count, badEvery int64) (good []int64, bad map[string]int) {
-	e.t.Helper()
-	g, err := devenv.NewGenerator(e.kafka.Addrs(), e.topic, e.genOpts...)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer g.Close()
-	g.BadEvery = badEvery
-	g.Time = eventTime
-	if err := g.Run(context.Background(), first, count); err != nil {
-		e.t.Fatal(err)
-	}
-	bad = map[string]int{}
-	for seq := first; seq < first+count; seq++ {
-		if badEvery > 0 && seq%badEvery == badEvery-1 {
-			bad[devenv.BadReason(seq)]++
-			continue
-		}
-		good = append(good, seq)
-	}
-	return good, bad
-}
-
-// checkTable scans the table back with iceberg-go and checks every good
-// event is there exactly once, with the values it was produced with, in a
-// data file whose partition matches its rows.
-func (e *env) checkTable(good []int64) {
-	t := e.t
+// checkTable scans the table (of clicksDataset) back with iceberg-go and
+// checks every good event is there exactly once, with the values it was
+// produced with, in a data file whose partition matches its rows.
+func (w *world) checkTable(t *testing.T, name string, good []int64) {
 	t.Helper()
 	ctx := context.Background()
-	tbl, closeCat, err := e.openTable(ctx)
+	tbl, closeCat, err := w.openTable(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,85 +158,85 @@ func mustField(t *testing.T, s *iceberg.Schema, name string) int {
 
 // checkDropped compares the consumer's dropped-records counters with what
 // was produced.
-func (e *env) checkDropped(bad map[string]int) {
-	e.t.Helper()
-	m := e.scrape("consumer")
+func (in *instance) checkDropped(bad map[string]int) {
+	in.t.Helper()
+	m := in.scrape("consumer")
 	for reason, n := range bad {
 		key := fmt.Sprintf(`ingestor_consumer_records_dropped_total{dataset="clicks",reason=%q}`, reason)
 		if got := m[key]; got != float64(n) {
-			e.t.Errorf("%s = %v, want %d", key, got, n)
+			in.t.Errorf("%s = %v, want %d", key, got, n)
 		}
 	}
 }
 
 func TestRecordPathRunSQLite(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	w, in := newClicks(t, worldOptions{})
+	defer in.dumpLogs()
 	const events = 20000
 	start := time.Now()
-	good, bad := e.produce(0, events, 97)
-	sup := e.start("run", "run")
-	e.waitRows(int64(len(good)), 3*time.Minute)
+	good, bad := w.produceMixed(t, clicksTopic, 0, events, 97)
+	sup := in.start("run")
+	w.waitRows(t, map[string]int64{clicksTable: int64(len(good))}, 3*time.Minute)
 	landed := time.Since(start)
-	e.checkDropped(bad)
+	in.checkDropped(bad)
 
 	// More events while running, then an orderly stop.
-	more, bad2 := e.produce(events, 3000, 97)
+	more, bad2 := w.produceMixed(t, clicksTopic, events, 3000, 97)
 	good = append(good, more...)
 	for r, n := range bad2 {
 		bad[r] += n
 	}
-	e.waitRows(int64(len(good)), 2*time.Minute)
-	e.checkDropped(bad)
-	commits := e.scrape("committer")[`ingestor_committer_commits_total{dataset="clicks"}`]
+	w.waitRows(t, map[string]int64{clicksTable: int64(len(good))}, 2*time.Minute)
+	in.checkDropped(bad)
+	commits := in.scrape("committer")[`ingestor_committer_commits_total{dataset="clicks"}`]
 	sup.signal(syscall.SIGTERM)
 	drain := sup.wait(t, 90*time.Second)
-	if left := e.walLeft(); len(left) > 0 {
+	if left := walLeft(t, in.walDir); len(left) > 0 {
 		t.Errorf("WAL not empty after an orderly stop: %v", left)
 	}
-	e.checkTable(good)
+	w.checkTable(t, clicksTable, good)
 	t.Logf("e2e: run layout, sqlite: %d events (%d good), first %d landed in %s, %v commits, drain %s",
 		events+3000, len(good), events, landed.Round(time.Millisecond), commits, drain.Round(time.Millisecond))
 }
 
 func TestRecordPathSidecarsPostgres(t *testing.T) {
-	e := newEnv(t, envOptions{postgres: true})
+	w, in := newClicks(t, worldOptions{postgres: true})
+	defer in.dumpLogs()
 	const events = 12000
-	good, bad := e.produce(0, events, 101)
-	var procs []*proc
-	for _, r := range []string{"consumer", "uploader", "committer"} {
-		procs = append(procs, e.start(r, r))
+	good, bad := w.produceMixed(t, clicksTopic, 0, events, 101)
+	roles := []string{"consumer", "uploader", "committer"}
+	for _, r := range roles {
+		in.start(r)
 	}
-	e.waitRows(int64(len(good)), 3*time.Minute)
-	e.checkDropped(bad)
+	w.waitRows(t, map[string]int64{clicksTable: int64(len(good))}, 3*time.Minute)
+	in.checkDropped(bad)
 
 	// Rows keep flowing; then SIGTERM to all three at once, as Kubernetes
 	// does to the containers of a pod.
-	more, _ := e.produce(events, 2000, 0)
+	more, _ := w.produceMixed(t, clicksTopic, events, 2000, 0)
 	good = append(good, more...)
 	time.Sleep(1500 * time.Millisecond)
-	for _, p := range procs {
-		p.signal(syscall.SIGTERM)
+	stopEach := func() {
+		for _, r := range roles {
+			in.proc(r).signal(syscall.SIGTERM)
+		}
+		for _, r := range roles {
+			in.proc(r).wait(t, 90*time.Second)
+		}
 	}
-	for _, p := range procs {
-		p.wait(t, 90*time.Second)
-	}
-	if left := e.walLeft(); len(left) > 0 {
+	stopEach()
+	if left := walLeft(t, in.walDir); len(left) > 0 {
 		t.Errorf("WAL not empty after an orderly stop: %v", left)
 	}
-	if got := e.tableRows(context.Background()); got != int64(len(good)) {
+	if got := w.tableRows(context.Background(), clicksTable); got != int64(len(good)) {
 		// Rows that had not reached the consumer before the stop stay in
 		// Kafka; start again to take them.
-		p := e.start("consumer-2", "consumer")
-		u := e.start("uploader-2", "uploader")
-		c := e.start("committer-2", "committer")
-		e.waitRows(int64(len(good)), 2*time.Minute)
-		for _, x := range []*proc{p, u, c} {
-			x.signal(syscall.SIGTERM)
+		for _, r := range roles {
+			in.start(r)
 		}
-		for _, x := range []*proc{p, u, c} {
-			x.wait(t, 90*time.Second)
-		}
+		w.waitRows(t, map[string]int64{clicksTable: int64(len(good))}, 2*time.Minute)
+		stopEach()
 	}
-	e.checkTable(good)
+	w.checkTable(t, clicksTable, good)
 	t.Logf("e2e: sidecar layout, postgres: %d events, %d good", events+2000, len(good))
 }

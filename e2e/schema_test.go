@@ -22,16 +22,19 @@ import (
 // ingestor goes on, new files use the new spec, and every event is in the
 // table exactly once.
 func TestSchemaChanges(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	w, in := newClicks(t, worldOptions{})
+	defer in.dumpLogs()
 	const n = 2500
-	good, _ := e.produce(0, n, 0)
-	sup := e.start("run1", "run")
-	e.waitRows(int64(len(good)), 3*time.Minute)
+	good, _ := w.produceMixed(t, clicksTopic, 0, n, 0)
+	sup := in.start("run")
+	w.waitRows(t, map[string]int64{clicksTable: int64(len(good))}, 3*time.Minute)
 	sup.signal(syscall.SIGTERM)
 	sup.wait(t, 90*time.Second)
+	// The second run's log starts here, in the same file.
+	logFrom := len(in.log("run"))
 
 	// The event's geo.lat was never mapped: map it to a new column.
-	b, err := os.ReadFile(e.cfgPath)
+	b, err := os.ReadFile(in.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,17 +43,17 @@ func TestSchemaChanges(t *testing.T) {
 	if doc == string(b) {
 		t.Fatal("config not changed")
 	}
-	if err := os.WriteFile(e.cfgPath, []byte(doc), 0o644); err != nil {
+	if err := os.WriteFile(in.cfgPath, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sup = e.start("run2", "run")
-	more, _ := e.produce(n, n, 0)
+	sup = in.start("run")
+	more, _ := w.produceMixed(t, clicksTopic, n, n, 0)
 	good = append(good, more...)
-	e.waitRows(int64(len(good)), 3*time.Minute)
+	w.waitRows(t, map[string]int64{clicksTable: int64(len(good))}, 3*time.Minute)
 
 	// Another engine changes the table under the running ingestor.
 	ctx := context.Background()
-	tbl, closeCat, err := e.openTable(ctx)
+	tbl, closeCat, err := w.openTable(ctx, clicksTable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,29 +75,28 @@ func TestSchemaChanges(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	next := int64(2 * n)
 	for {
-		b, _ := os.ReadFile(sup.log.Name())
-		if strings.Contains(string(b), `"msg":"table schema changed; new segments use it"`) {
+		if strings.Contains(in.log("run")[logFrom:], `"msg":"table schema changed; new segments use it"`) {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the consumer did not take the table's new schema and spec within a minute")
 		}
-		few, _ := e.produce(next, 10, 0)
+		few, _ := w.produceMixed(t, clicksTopic, next, 10, 0)
 		good = append(good, few...)
 		next += 10
 		time.Sleep(200 * time.Millisecond)
 	}
-	last, _ := e.produce(next, n, 0)
+	last, _ := w.produceMixed(t, clicksTopic, next, n, 0)
 	good = append(good, last...)
-	e.waitRows(int64(len(good)), 3*time.Minute)
+	w.waitRows(t, map[string]int64{clicksTable: int64(len(good))}, 3*time.Minute)
 	sup.signal(syscall.SIGTERM)
 	sup.wait(t, 90*time.Second)
-	if left := e.walLeft(); len(left) > 0 {
+	if left := walLeft(t, in.walDir); len(left) > 0 {
 		t.Errorf("WAL not empty after an orderly stop: %v", left)
 	}
 
-	e.checkTable(good)
-	tbl, closeCat, err = e.openTable(ctx)
+	w.checkTable(t, clicksTable, good)
+	tbl, closeCat, err = w.openTable(ctx, clicksTable)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,18 +26,19 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(tokenSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, envOptions{
+	w, in := newClicks(t, worldOptions{
 		kafkaSASL:    &devenv.SASLUser{Mechanism: "SCRAM-SHA-512", User: "ingestor", Password: kafkaSecret},
 		catalogExtra: map[string]string{"token": "${file:" + tokenFile + "}"},
 	})
-	secrets := []string{kafkaSecret, tokenSecret, e.azurite.Key()}
+	defer in.dumpLogs()
+	secrets := []string{kafkaSecret, tokenSecret, w.az.Key()}
 
-	p := e.start("run", "run")
-	good, _ := e.produce(0, 3000, 50)
-	e.waitRows(int64(len(good)), 2*time.Minute)
+	p := in.start("run")
+	good, _ := w.produceMixed(t, clicksTopic, 0, 3000, 50)
+	w.waitRows(t, map[string]int64{clicksTable: int64(len(good))}, 2*time.Minute)
 
 	var seen strings.Builder
-	for _, addr := range e.metrics {
+	for _, addr := range in.metrics {
 		for _, path := range []string{"/metrics", "/status"} {
 			resp, err := http.Get("http://" + addr + path)
 			if err != nil {
@@ -49,7 +50,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		}
 	}
 	for _, format := range []string{"text", "json"} {
-		out, err := exec.Command(binary, "status", "--config", e.cfgPath, "--output", format).CombinedOutput()
+		out, err := exec.Command(binary, "status", "--config", in.cfgPath, "--output", format).CombinedOutput()
 		if err != nil {
 			t.Fatalf("status --output %s: %v\n%s", format, err, out)
 		}
@@ -61,7 +62,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 	p.signal(syscall.SIGTERM)
 	p.wait(t, 96*time.Second)
-	logs, _ := filepath.Glob(filepath.Join(e.dir, "*.log"))
+	logs, _ := filepath.Glob(filepath.Join(in.dir, "*.log"))
 	for _, l := range logs {
 		b, _ := os.ReadFile(l)
 		seen.Write(b)

@@ -16,16 +16,16 @@ import (
 
 // table runs `ingestor table <args> --config <the test's config>` and
 // returns its stdout; a non-zero exit fails the test.
-func (e *env) table(args ...string) []byte {
-	e.t.Helper()
-	cmd := exec.Command(binary, append(append([]string{"table"}, args...), "--config", e.cfgPath)...)
+func (in *instance) table(args ...string) []byte {
+	in.t.Helper()
+	cmd := exec.Command(binary, append(append([]string{"table"}, args...), "--config", in.cfgPath)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		e.t.Fatalf("ingestor table %v: %v\n%s", args, err, stderr.String())
+		in.t.Fatalf("ingestor table %v: %v\n%s", args, err, stderr.String())
 	}
 	if strings.Contains(stdout.String()+stderr.String(), devenv.AzuriteKey) {
-		e.t.Errorf("ingestor table %v shows the storage key", args)
+		in.t.Errorf("ingestor table %v shows the storage key", args)
 	}
 	return stdout.Bytes()
 }
@@ -45,21 +45,22 @@ func decode(t *testing.T, b []byte, v any) {
 // Azurite), stops it, and looks at the table with the built binary's
 // `ingestor table` commands, as a newcomer does after `make run`.
 func TestTableCommands(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	good, _ := e.produce(0, 3000, 0)
-	sup := e.start("run", "run")
-	e.waitRows(int64(len(good)), 3*time.Minute)
+	w, in := newClicks(t, worldOptions{})
+	defer in.dumpLogs()
+	good, _ := w.produceMixed(t, clicksTopic, 0, 3000, 0)
+	sup := in.start("run")
+	w.waitRows(t, map[string]int64{clicksTable: int64(len(good))}, 3*time.Minute)
 	sup.signal(syscall.SIGTERM)
 	sup.wait(t, 90*time.Second)
 
-	tbl, closeCat, err := e.openTable(t.Context())
+	tbl, closeCat, err := w.openTable(t.Context(), clicksTable)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeCat()
 
 	var d tableview.Description
-	decode(t, e.table("describe", "--dataset", "clicks", "--output", "json"), &d)
+	decode(t, in.table("describe", "--dataset", "clicks", "--output", "json"), &d)
 	for _, c := range d.Schema {
 		f, ok := tbl.Schema().FindFieldByID(c.ID)
 		if !ok || !strings.HasSuffix(c.Name, f.Name) {
@@ -81,7 +82,7 @@ func TestTableCommands(t *testing.T) {
 	// Every append is the committer's, with its summary fields; their
 	// added rows add up to the table's rows.
 	var snaps []tableview.Snapshot
-	decode(t, e.table("snapshots", "--dataset", "clicks", "--output", "json"), &snaps)
+	decode(t, in.table("snapshots", "--dataset", "clicks", "--output", "json"), &snaps)
 	var appended int64
 	for _, s := range snaps {
 		if s.Operation != "append" {
@@ -97,7 +98,7 @@ func TestTableCommands(t *testing.T) {
 	}
 
 	var files []tableview.File
-	decode(t, e.table("files", "--dataset", "clicks", "--output", "json"), &files)
+	decode(t, in.table("files", "--dataset", "clicks", "--output", "json"), &files)
 	var rows int64
 	tenants := map[string]int64{}
 	for _, f := range files {
@@ -112,7 +113,7 @@ func TestTableCommands(t *testing.T) {
 		wantTenants[devenv.NewEvent(seq, eventTime(seq)).Meta.Tenant]++
 	}
 	var acme []tableview.File
-	decode(t, e.table("files", "--dataset", "clicks", "--partition", "tenant=acme", "--output", "json"), &acme)
+	decode(t, in.table("files", "--dataset", "clicks", "--partition", "tenant=acme", "--output", "json"), &acme)
 	var acmeRows int64
 	for _, f := range acme {
 		acmeRows += f.Rows
@@ -122,7 +123,7 @@ func TestTableCommands(t *testing.T) {
 	}
 
 	var head []map[string]any
-	decode(t, e.table("head", "--dataset", "clicks", "--limit", "7", "--output", "json"), &head)
+	decode(t, in.table("head", "--dataset", "clicks", "--limit", "7", "--output", "json"), &head)
 	if len(head) != 7 {
 		t.Fatalf("head --limit 7 gave %d rows", len(head))
 	}
@@ -138,11 +139,11 @@ func TestTableCommands(t *testing.T) {
 		}
 	}
 
-	text := string(e.table("head", "--dataset", "clicks", "--limit", "3"))
+	text := string(in.table("head", "--dataset", "clicks", "--limit", "3"))
 	if !strings.Contains(text, "event_id") || !strings.Contains(text, "3 rows") {
 		t.Errorf("head as text:\n%s", text)
 	}
-	text = string(e.table("describe", "--dataset", "clicks"))
+	text = string(in.table("describe", "--dataset", "clicks"))
 	if !strings.Contains(text, "ts_day") || !strings.Contains(text, "by ingestor (dataset clicks)") {
 		t.Errorf("describe as text:\n%s", text)
 	}
