@@ -324,8 +324,14 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 	genDone := make(chan error, 1)
 	var produced time.Duration
 	go func() {
-		// A soak run produces until soak stops it.
-		err := gen.Run(genCtx, 0, b.o.Events)
+		// A soak run produces until soak stops it, whatever Events
+		// says: its default (3M) stopped a soak after ten minutes at
+		// 5,000 events/s.
+		count := b.o.Events
+		if b.o.SoakCommits > 0 {
+			count = 0
+		}
+		err := gen.Run(genCtx, 0, count)
 		produced = time.Since(t0)
 		genDone <- err
 	}()
