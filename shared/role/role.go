@@ -1,5 +1,6 @@
-// Package role holds what the three roles of the record path (consumer,
-// uploader, committer) are given by whoever starts them: the supervisor
+// Package role holds what the roles (the record path's consumer, uploader
+// and committer, and the maintainer beside it) are given by whoever starts
+// them: the supervisor
 // when it runs them as child processes, or the command line when each runs
 // alone as a sidecar container.
 package role

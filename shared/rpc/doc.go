@@ -1,6 +1,7 @@
-// Package rpc is the contract between the supervisor and the three roles of
-// the record path (consumer, uploader, committer) when they run as child
-// processes of one binary, over github.com/hashicorp/go-plugin.
+// Package rpc is the contract between the supervisor and its roles (the
+// record path's consumer, uploader and committer, and the maintainer) when
+// they run as child processes of one binary, over
+// github.com/hashicorp/go-plugin.
 //
 // The supervisor re-executes its own binary once per role with the role's
 // subcommand. The child calls ServeChild: it runs the role in a goroutine
