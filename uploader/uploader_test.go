@@ -170,7 +170,14 @@ func TestUpload(t *testing.T) {
 			if _, err := e.store.Get(ctx, locs["clicks"]+"/"+active.UUID.String()+".parquet"); !errors.Is(err, storage.ErrNotFound) {
 				t.Fatalf("active segment uploaded (%v)", err)
 			}
-			waitFor(t, 5*time.Second, func() bool { return e.metric("ingestor_uploader_pending_files", "clicks") == 0 }, "pending 0")
+			// The marker comes before the attempt is counted
+			// (uploader.after-marker): wait for the counts too.
+			waitFor(t, 5*time.Second, func() bool {
+				return e.metric("ingestor_uploader_pending_files", "clicks") == 0 &&
+					e.metric("ingestor_uploader_files_uploaded_total", "clicks") == 2 &&
+					e.metric("ingestor_uploader_files_uploaded_total", "orders") == 1 &&
+					e.metric("ingestor_uploader_upload_seconds", "") == 3
+			}, "pending 0 and every upload counted")
 			for _, c := range []struct {
 				name, dataset string
 				want          float64
