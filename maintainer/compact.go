@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
@@ -126,7 +127,7 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]ta
 // the note, leaves objects no metadata refers to, which the orphan
 // cleanup deletes once they are older than its margin; dying after the
 // note (failpoint maintainer.after-compact) leaves it to the committer.
-func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, tbl *table.Table, d string) (compactionPlan, error) {
+func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.Catalog, tbl *table.Table, d string) (compactionPlan, error) {
 	var p compactionPlan
 	waiting, _, err := walfile.ListHandoffs(m.dir, d)
 	if err != nil {
@@ -136,6 +137,16 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, tbl *table.T
 		p.handoffs = len(waiting)
 		log.Debug("compaction waits for the committer to apply its hand-off", "handoffs", len(waiting))
 		return p, nil
+	}
+	// The table as it is now, not as the pass loaded it: the committer
+	// may have applied the last note since, and planning on the older
+	// table would compact the files it replaced again, a group the
+	// committer can only drop. A note is deleted after its replace is
+	// committed, so a table loaded after the check holds every note
+	// found gone.
+	tbl, err = cat.LoadTable(ctx, tbl.Identifier())
+	if err != nil {
+		return p, fmt.Errorf("reload table: %w", err)
 	}
 	groups, p, err := m.planCompaction(ctx, tbl)
 	if err != nil || len(groups) == 0 {

@@ -178,3 +178,29 @@ func TestHandoffDroppedForARecreatedTable(t *testing.T) {
 		t.Errorf("ids of the new table %v, want [7]", got)
 	}
 }
+
+// A pass that loaded the table before the committer applied the last note
+// plans on the table as it is after the note: no second compaction of
+// the files the note replaced, which the committer could only drop.
+func TestCompactionPlansOnTheTableAfterTheLastNote(t *testing.T) {
+	m, note, _ := handoffFixture(t)
+	stale := loadTable(t, m.cfg) // the pass's table, from before the apply
+	if res := applyNote(t, m, note); res.Applied != 1 {
+		t.Fatalf("apply: %+v", res)
+	}
+	if err := os.Remove(note.Path); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := m.catalog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := m.compact(context.Background(), m.log, cat, stale, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, _, _ := walfile.ListHandoffs(m.dir, "events")
+	if plan.groups != 0 || len(notes) != 0 {
+		t.Errorf("compaction on a stale table planned %d groups, wrote %d notes; want none: the files were compacted already", plan.groups, len(notes))
+	}
+}

@@ -74,7 +74,7 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 		tbl = next
 		m.done(d.Name, stepManifests)
 	}
-	if plan, err := m.compact(ctx, log, tbl, d.Name); err != nil {
+	if plan, err := m.compact(ctx, log, cat, tbl, d.Name); err != nil {
 		m.fail(ctx, log, d.Name, stepCompact, err)
 	} else {
 		if plan.groups > 0 {
