@@ -64,6 +64,20 @@ func compactedHandoff(t *testing.T, e *env, wal string, tbl *table.Table, segs .
 	return h
 }
 
+// twoCommittedSegments is a table holding two segments of one partition,
+// appended by a committer pass: what a compaction merges.
+func twoCommittedSegments(t *testing.T) (e *env, wal string, a, b seg) {
+	t.Helper()
+	e = newEnv(t, sqliteCatalog(t.TempDir()))
+	wal = e.walDir("wal")
+	a = e.writeSegment(wal, "clicks", 0, 0, clickRows(1, 5, 1), true)
+	b = e.writeSegment(wal, "clicks", 1, 0, clickRows(10, 7, 1), true)
+	e.commitOffset("clicks", 0, 5)
+	e.commitOffset("clicks", 1, 7)
+	runPass(t, newCommitter(t, e.config(wal)))
+	return e, wal, a, b
+}
+
 // The maintainer's compaction goes in as a replace right after the
 // committer's own append, in the same pass: the append first (ingest is
 // not held up), then the replace, which changes no row; the note is
@@ -71,13 +85,7 @@ func compactedHandoff(t *testing.T, e *env, wal string, tbl *table.Table, segs .
 // (committer.after-replace) leaves the note: the next pass finds it
 // applied and commits nothing.
 func TestCommitterAppliesTheMaintainersHandoffAfterItsAppend(t *testing.T) {
-	e := newEnv(t, sqliteCatalog(t.TempDir()))
-	wal := e.walDir("wal")
-	a := e.writeSegment(wal, "clicks", 0, 0, clickRows(1, 5, 1), true)
-	b := e.writeSegment(wal, "clicks", 1, 0, clickRows(10, 7, 1), true)
-	e.commitOffset("clicks", 0, 5)
-	e.commitOffset("clicks", 1, 7)
-	runPass(t, newCommitter(t, e.config(wal)))
+	e, wal, a, b := twoCommittedSegments(t)
 
 	h := compactedHandoff(t, e, wal, e.table("clicks"), a, b)
 	note := filepath.Join(wal, walfile.HandoffName(h.ID))
@@ -142,13 +150,7 @@ func TestCommitterAppliesTheMaintainersHandoffAfterItsAppend(t *testing.T) {
 
 // A dataset with nothing to append still gets its compactions in.
 func TestCommitterAppliesAHandoffWithoutAnAppend(t *testing.T) {
-	e := newEnv(t, sqliteCatalog(t.TempDir()))
-	wal := e.walDir("wal")
-	a := e.writeSegment(wal, "clicks", 0, 0, clickRows(1, 5, 1), true)
-	b := e.writeSegment(wal, "clicks", 1, 0, clickRows(10, 7, 1), true)
-	e.commitOffset("clicks", 0, 5)
-	e.commitOffset("clicks", 1, 7)
-	runPass(t, newCommitter(t, e.config(wal)))
+	e, wal, a, b := twoCommittedSegments(t)
 	h := compactedHandoff(t, e, wal, e.table("clicks"), a, b)
 	cm := newCommitter(t, e.config(wal))
 	closeKafka, err := cm.connect()

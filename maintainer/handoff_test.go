@@ -34,7 +34,9 @@ func handoffFixture(t *testing.T) (*Maintainer, walfile.HandoffFile, func() []in
 	return m, notes[0], func() []int64 { return ids(t, loadTable(t, cfg)) }
 }
 
-func applyNote(t *testing.T, m *Maintainer, n walfile.HandoffFile) tables.HandoffResult {
+// testTable is the maintainer's catalog and the dataset's table loaded
+// through it, which stays open for the test.
+func (m *Maintainer) testTable(t *testing.T) (catalog.Catalog, *table.Table) {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := m.catalog(ctx)
@@ -45,6 +47,13 @@ func applyNote(t *testing.T, m *Maintainer, n walfile.HandoffFile) tables.Handof
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cat, tbl
+}
+
+func applyNote(t *testing.T, m *Maintainer, n walfile.HandoffFile) tables.HandoffResult {
+	t.Helper()
+	ctx := context.Background()
+	cat, tbl := m.testTable(t)
 	_, res, err := tables.ApplyHandoff(ctx, cat, tbl, n.Handoff, nil)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
@@ -110,14 +119,7 @@ func TestHandoffAppliedOnceAfterACrash(t *testing.T) {
 func TestHandoffDroppedWhenAnotherWriterReplacedItsFiles(t *testing.T) {
 	m, note, rows := handoffFixture(t)
 	ctx := context.Background()
-	cat, err := m.catalog(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(ctx, catalog.ToIdentifier(m.cfg.Datasets[0].TableIdent()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tbl := m.testTable(t)
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
 		t.Fatal(err)
