@@ -14,8 +14,10 @@
 //     table at the default 20 s commit interval keeps about 180 snapshots
 //     and its metadata.json well under 1 MB. The manifest lists, manifests
 //     and data files that only expired snapshots referred to are deleted
-//     after the commit. Little and often: each pass expires the few
-//     snapshots that aged out since the last one.
+//     after the commit, two at a time (deletes.go), so that a large expiry
+//     does not queue the committer's appends behind it at the store.
+//     Little and often: each pass expires the few snapshots that aged out
+//     since the last one.
 //   - merges manifests (Transaction.RewriteManifests) once the current
 //     snapshot holds more than maintenance.maxManifests data manifests,
 //     for tables that do not merge them at each append. Metadata only.

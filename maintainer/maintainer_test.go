@@ -257,6 +257,21 @@ func TestMaintainerExpiresAndMergesManifests(t *testing.T) {
 		if got := testutil.ToFloat64(m.metrics.expired.WithLabelValues("events")); got != n-3 {
 			t.Errorf("snapshots expired %v, want %d", got, n-3)
 		}
+		// Each expired snapshot's manifest list is deleted after the
+		// commit, through the paced deletes (deletes.go), and counted.
+		if got := testutil.ToFloat64(m.metrics.expiredDeleted.WithLabelValues("events")); got < n-3 {
+			t.Errorf("objects deleted after expiry %v, want at least the %d expired manifest lists", got, n-3)
+		}
+		fs, err := after.FS(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range before.Metadata().Snapshots()[:n-3] {
+			if f, err := fs.Open(s.ManifestList); err == nil {
+				f.Close()
+				t.Errorf("manifest list %s of an expired snapshot still there", s.ManifestList)
+			}
+		}
 		if got := testutil.ToFloat64(m.metrics.snapshots.WithLabelValues("events")); got != 4 {
 			t.Errorf("snapshots gauge %v, want 4", got)
 		}
@@ -444,3 +459,4 @@ func TestMaintainerCapsYoungSnapshots(t *testing.T) {
 		})
 	}
 }
+

@@ -33,7 +33,10 @@ type metrics struct {
 	rewrittenFiles     *prometheus.CounterVec
 	orphanFiles        *prometheus.CounterVec
 	orphanBytes        *prometheus.CounterVec
-	leaseHeld          *prometheus.GaugeVec
+	// expiredDeleted is the objects only expired snapshots referred to,
+	// deleted after the expiry commit (deletes.go).
+	expiredDeleted *prometheus.CounterVec
+	leaseHeld      *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -98,8 +101,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_maintainer_orphan_bytes_deleted_total",
 			Help: "Bytes of the orphan objects deleted.",
 		}, []string{"dataset"}),
+		expiredDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_expired_files_deleted_total",
+			Help: "Objects that only expired snapshots referred to (manifest lists, manifests, data files compaction replaced), deleted after the expiry commit, two at a time.",
+		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.compactionsWaiting, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.leaseHeld} {
+	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.compactionsWaiting, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.expiredDeleted, m.leaseHeld} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register maintainer metrics: %w", err)
 		}
@@ -114,6 +121,7 @@ func (m *metrics) initDataset(name string) {
 	m.rewrittenFiles.WithLabelValues(name)
 	m.orphanFiles.WithLabelValues(name)
 	m.orphanBytes.WithLabelValues(name)
+	m.expiredDeleted.WithLabelValues(name)
 	for _, s := range []string{stepExpire, stepManifests, stepCompact, stepOrphans} {
 		m.runs.WithLabelValues(name, s)
 	}

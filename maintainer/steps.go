@@ -46,22 +46,30 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 		m.fail(ctx, log, d.Name, stepLoad, fmt.Errorf("load table: %w", err))
 		return
 	}
-	if next, err := m.retry(ctx, cat, tbl, func(t *table.Table, tx *table.Transaction) (bool, error) { return m.expire(t, tx) }); err != nil {
+	// The expiry's deletes after its commit go through pacedDeletes, a
+	// few at a time, so that they do not queue the committer's appends
+	// behind a burst of thousands at the store.
+	paced := func(t *table.Table) *table.Table {
+		return pacedDeletes(cat, t, m.metrics.expiredDeleted.WithLabelValues(d.Name))
+	}
+	view := paced(tbl)
+	if next, err := m.retry(ctx, cat, view, func(t *table.Table, tx *table.Transaction) (bool, error) { return m.expire(t, tx) }, paced); err != nil {
 		m.fail(ctx, log, d.Name, stepExpire, err)
 	} else {
-		if next != tbl {
+		if next != view {
 			n := len(tbl.Metadata().Snapshots()) - len(next.Metadata().Snapshots())
 			m.metrics.runs.WithLabelValues(d.Name, stepExpire).Inc()
 			m.metrics.expired.WithLabelValues(d.Name).Add(float64(max(n, 0)))
 			log.Info("expired snapshots", "snapshots", n, "kept", len(next.Metadata().Snapshots()))
 			// Dying here: the expiry is committed and its files deleted;
-			// the next pass has nothing to expire yet.
+			// the next pass has nothing to expire yet. Dying while they
+			// are deleted leaves the rest to the orphan cleanup.
 			failpoint.Hit(failpoint.MaintainerAfterExpire)
+			tbl = withFS(cat, next, tbl.FS)
 		}
-		tbl = next
 		m.done(d.Name, stepExpire)
 	}
-	if next, err := m.retry(ctx, cat, tbl, func(t *table.Table, tx *table.Transaction) (bool, error) { return m.mergeManifests(ctx, tx, t) }); err != nil {
+	if next, err := m.retry(ctx, cat, tbl, func(t *table.Table, tx *table.Transaction) (bool, error) { return m.mergeManifests(ctx, tx, t) }, nil); err != nil {
 		m.fail(ctx, log, d.Name, stepManifests, err)
 	} else {
 		if next != tbl {
@@ -123,8 +131,9 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 // redoing both on the reloaded table when another writer (the committer's
 // append, another pod's maintainer) committed first. stage reports whether
 // it staged anything; when it did not, tbl is returned unchanged and
-// nothing is committed.
-func (m *Maintainer) retry(ctx context.Context, cat catalog.Catalog, tbl *table.Table, stage func(*table.Table, *table.Transaction) (bool, error)) (*table.Table, error) {
+// nothing is committed. view, when set, is applied to each reloaded table
+// (tbl is given with it applied).
+func (m *Maintainer) retry(ctx context.Context, cat catalog.Catalog, tbl *table.Table, stage func(*table.Table, *table.Transaction) (bool, error), view func(*table.Table) *table.Table) (*table.Table, error) {
 	for attempt := 1; ; attempt++ {
 		tx := tbl.NewTransaction()
 		staged, err := stage(tbl, tx)
@@ -146,6 +155,9 @@ func (m *Maintainer) retry(ctx context.Context, cat catalog.Catalog, tbl *table.
 		}
 		if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
 			return nil, fmt.Errorf("reload table after a conflict: %w", err)
+		}
+		if view != nil {
+			tbl = view(tbl)
 		}
 	}
 }
