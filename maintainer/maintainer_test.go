@@ -460,3 +460,42 @@ func TestMaintainerCapsYoungSnapshots(t *testing.T) {
 	}
 }
 
+// The health gauges describe the table as it is at the end of the pass,
+// not as the pass loaded it: during a long pass the committer appends
+// more often than the metadata.json versions it keeps, and the version
+// the pass loaded is deleted.
+func TestMaintainerObservesTheTableAsItIsNow(t *testing.T) {
+	forEachCatalog(t, func(t *testing.T, dir string, cat config.Catalog) {
+		cfg := testConfig(dir, cat, nil)
+		appendRows(t, cfg, 0, 1)
+		stale := loadTable(t, cfg)
+		appendRows(t, cfg, 1, 25) // past write.metadata.previous-versions-max (20)
+		fs, err := stale.FS(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := fs.Open(stale.MetadataLocation()); err == nil {
+			f.Close()
+			t.Fatalf("%s still there after 25 appends; the test needs it gone", stale.MetadataLocation())
+		}
+		m, _ := newMaintainer(t, cfg)
+		c, err := m.catalog(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.closeCatalog()
+		m.observe(context.Background(), m.log, "events", c, stale)
+
+		now := loadTable(t, cfg)
+		size, err := objectSize(context.Background(), now, now.MetadataLocation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := testutil.ToFloat64(m.metrics.metadataBytes.WithLabelValues("events")); got != float64(size) {
+			t.Errorf("metadata.json gauge %v, want the current version's %d bytes", got, size)
+		}
+		if got := testutil.ToFloat64(m.metrics.snapshots.WithLabelValues("events")); got != 26 {
+			t.Errorf("snapshots gauge %v, want 26", got)
+		}
+	})
+}

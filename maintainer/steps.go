@@ -124,7 +124,7 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 			m.done(d.Name, stepOrphans)
 		}
 	}
-	m.observe(ctx, log, d.Name, tbl)
+	m.observe(ctx, log, d.Name, cat, tbl)
 }
 
 // retry stages a step with stage on a transaction of tbl and commits it,
@@ -281,7 +281,14 @@ func (m *Maintainer) dataManifests(ctx context.Context, tbl *table.Table) int {
 
 // observe records the table's health in the metrics: snapshots kept,
 // metadata.json size, manifests and data files of the current snapshot.
-func (m *Maintainer) observe(ctx context.Context, log *slog.Logger, dataset string, tbl *table.Table) {
+// It reads the table as it is now, not as the pass left it: the committer
+// commits between the steps, and deletes the metadata.json versions beyond
+// write.metadata.previous-versions-max, the one tbl names among them once
+// it appended that often during a long pass.
+func (m *Maintainer) observe(ctx context.Context, log *slog.Logger, dataset string, cat catalog.Catalog, tbl *table.Table) {
+	if now, err := cat.LoadTable(ctx, tbl.Identifier()); err == nil {
+		tbl = now
+	}
 	m.metrics.snapshots.WithLabelValues(dataset).Set(float64(len(tbl.Metadata().Snapshots())))
 	if n := m.dataManifests(ctx, tbl); n >= 0 {
 		m.metrics.manifests.WithLabelValues(dataset).Set(float64(n))
