@@ -91,7 +91,7 @@ func New(cfg *config.Config, opts role.Options) (*Committer, error) {
 	return &Committer{
 		cfg:      cfg,
 		dir:      cfg.Ingestion.WAL.Dir,
-		log:      opts.Logger.With("role", role.Committer),
+		log:      opts.Logger, // the process's logger names the role
 		metrics:  m,
 		interval: jittered(cfg.CommitInterval(), host+"/"+strconv.Itoa(os.Getpid())),
 
