@@ -50,10 +50,12 @@ type compacted struct {
 func compactGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (compacted, error) {
 	var c compacted
 	var rows int64
+	sizes := make(map[string]int64, len(g.Tasks))
 	for _, t := range g.Tasks {
 		c.old = append(c.old, t.File)
 		c.bytes += t.File.FileSizeBytes()
 		rows += t.File.Count()
+		sizes[t.File.FilePath()] = t.File.FileSizeBytes()
 	}
 	spec := tbl.Metadata().PartitionSpecByID(int(g.Tasks[0].File.SpecID()))
 	if spec == nil {
@@ -68,7 +70,8 @@ func compactGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 	if err != nil {
 		return c, err
 	}
-	_, records, err := tbl.Scan().ReadTasks(ctx, g.Tasks)
+	// Small inputs are read in one request each (wholeread.go).
+	_, records, err := wholeReads(tbl, sizes).Scan().ReadTasks(ctx, g.Tasks)
 	if err != nil {
 		return c, fmt.Errorf("read %d files: %w", len(g.Tasks), err)
 	}
