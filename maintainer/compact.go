@@ -19,9 +19,9 @@ import (
 
 const (
 	// DefaultTargetFileSize is the size compaction packs files toward when
-	// the table sets no write.target-file-size-bytes (iceberg-go's own
-	// default, 512 MiB, takes a streaming table days to reach).
-	DefaultTargetFileSize = 128 << 20
+	// the table sets no write.target-file-size-bytes: the size the tables
+	// the ingestor creates state (tables.TargetFileSizeBytes).
+	DefaultTargetFileSize = tables.TargetFileSizeBytes
 	// maxCompactGroups bounds the groups one pass rewrites, so that a
 	// table catching up after an outage is worked down over several
 	// short passes.

@@ -80,6 +80,18 @@ func TestTablesLoadCreates(t *testing.T) {
 	if got := tbl.Properties()["write.parquet.compression-codec"]; got != "zstd" {
 		t.Errorf("property write.parquet.compression-codec = %q, want zstd", got)
 	}
+	// The upkeep properties, among them the size compaction packs toward,
+	// stated for every engine that compacts or plans the table.
+	for k, want := range map[string]string{
+		"write.metadata.delete-after-commit.enabled": "true",
+		"write.metadata.previous-versions-max":       "20",
+		"commit.manifest-merge.enabled":              "true",
+		"write.target-file-size-bytes":               "134217728",
+	} {
+		if got := tbl.Properties()[k]; got != want {
+			t.Errorf("property %s = %q, want %q", k, got, want)
+		}
+	}
 
 	// A second Load finds the same table instead of creating another.
 	again, err := Load(ctx, cat, d)
