@@ -29,23 +29,30 @@ const expiryDeleteConcurrency = 2
 // through. The tables a commit of it returns keep that IO; withFS gives
 // them the original one back.
 func pacedDeletes(cat table.CatalogIO, tbl *table.Table, deleted prometheus.Counter) *table.Table {
-	fsF := func(ctx context.Context) (icebergio.IO, error) {
-		inner, err := tbl.FS(ctx)
-		if err != nil {
-			return nil, err
-		}
+	return wrapFS(cat, tbl, func(ctx context.Context, inner icebergio.IO) icebergio.IO {
 		w, ok := inner.(icebergio.WriteFileIO)
 		if !ok {
-			return inner, nil // a commit needs writes: it fails as it would without this
+			return inner // a commit needs writes: it fails as it would without this
 		}
-		return &pacedIO{WriteFileIO: w, ctx: ctx, deleted: deleted}, nil
-	}
-	return withFS(cat, tbl, fsF)
+		return &pacedIO{WriteFileIO: w, ctx: ctx, deleted: deleted}
+	})
 }
 
 // withFS returns tbl's metadata as a table whose file IO is fsF's.
 func withFS(cat table.CatalogIO, tbl *table.Table, fsF table.FSysF) *table.Table {
 	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), fsF, cat)
+}
+
+// wrapFS returns tbl's metadata as a table whose file IO is tbl's own
+// as wrap returns it.
+func wrapFS(cat table.CatalogIO, tbl *table.Table, wrap func(ctx context.Context, inner icebergio.IO) icebergio.IO) *table.Table {
+	return withFS(cat, tbl, func(ctx context.Context) (icebergio.IO, error) {
+		inner, err := tbl.FS(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(ctx, inner), nil
+	})
 }
 
 // pacedIO is a file IO whose DeleteFiles runs expiryDeleteConcurrency

@@ -27,18 +27,13 @@ const wholeReadMaxBytes = 16 << 20
 // from memory. Other objects, and writes, pass through. The table is for
 // scans only: it has no catalog to commit to.
 func wholeReads(tbl *table.Table, sizes map[string]int64) *table.Table {
-	fsF := func(ctx context.Context) (icebergio.IO, error) {
-		inner, err := tbl.FS(ctx)
-		if err != nil {
-			return nil, err
-		}
+	return wrapFS(nil, tbl, func(_ context.Context, inner icebergio.IO) icebergio.IO {
 		rf, ok := inner.(icebergio.ReadFileIO)
 		if !ok {
-			return inner, nil
+			return inner
 		}
-		return &wholeReadIO{ReadFileIO: rf, sizes: sizes}, nil
-	}
-	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), fsF, nil)
+		return &wholeReadIO{ReadFileIO: rf, sizes: sizes}
+	})
 }
 
 // wholeReadIO is a file IO whose Open reads a small known object whole.
