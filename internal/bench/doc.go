@@ -19,8 +19,10 @@
 //     in production), and stops the ingestor in order with SIGTERM.
 //  5. A scorer reads the table back through the catalog and the data files
 //     in Azurite and checks every event exactly once by id, and takes each
-//     row's freshness: the commit time of the snapshot that added its data
-//     file (from the manifests) minus the time in its ts column.
+//     row's freshness: the commit time of the append that added its data
+//     file (from the manifests) minus the time in its ts column; a row in
+//     a file whose append the table no longer keeps (compacted, or
+//     expired) has none.
 //
 // Meanwhile it samples /proc every 200 ms for the CPU time and the peak
 // RSS (VmHWM) of the supervisor and of each child by role. The total CPU

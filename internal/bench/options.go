@@ -132,11 +132,14 @@ type Result struct {
 	JSONBytes       int64   `json:"json_bytes"`
 	JSONMBPerCPUSec float64 `json:"json_mb_per_cpu_sec"`
 
-	// Freshness of each event: the commit time of the snapshot that added
-	// its data file minus the time the generator made it.
-	FreshnessP50 float64 `json:"freshness_p50_s"`
-	FreshnessP95 float64 `json:"freshness_p95_s"`
-	FreshnessMax float64 `json:"freshness_max_s"`
+	// Freshness of each event: the commit time of the append that added
+	// its data file minus the time the generator made it. Rows in files
+	// whose append the table no longer keeps (compacted, or expired) have
+	// none; FreshnessUnknownRows counts them.
+	FreshnessP50         float64 `json:"freshness_p50_s"`
+	FreshnessP95         float64 `json:"freshness_p95_s"`
+	FreshnessMax         float64 `json:"freshness_max_s"`
+	FreshnessUnknownRows int64   `json:"freshness_unknown_rows"`
 
 	// Files is the number of data files in the table; FileSize their size
 	// distribution.

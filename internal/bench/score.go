@@ -27,7 +27,7 @@ type dataFile struct {
 	path     string
 	size     int64
 	rows     int64
-	commitMs int64  // timestamp-ms of the snapshot that added it
+	commitMs int64  // timestamp-ms of the append that added it; 0 where the table keeps none
 	tenant   string // its tenant partition value
 }
 
@@ -38,9 +38,11 @@ type score struct {
 	duplicated  int64 // events found more than once (counted once each)
 	unexpected  int64 // rows whose id is not an event of this run
 	wrongTenant int64 // rows whose tenant is not their event's
-	// freshness of each row of this run, in seconds, sorted.
-	freshness []float64
-	files     []dataFile
+	// freshness of each row of this run, in seconds, sorted; of the rows
+	// whose append the table keeps (freshnessUnknown counts the others).
+	freshness        []float64
+	freshnessUnknown int64
+	files            []dataFile
 	// commits is the number of the dataset's appends; lastCommitMs the
 	// timestamp-ms of the latest.
 	commits      int
@@ -59,9 +61,16 @@ func (s *score) exactlyOnce() bool {
 // event_id, tenant and ts columns are read from storage.
 func scoreTable(ctx context.Context, tbl *table.Table, run uint32, events int64, ten *devenv.Tenancy) (*score, error) {
 	s := &score{}
+	// The appends the table keeps: a row's freshness is the commit of
+	// the append that added it. A file whose adding snapshot is a
+	// compaction's replace, or an append that expiry removed, holds rows
+	// whose append the table no longer records; they count for exactly
+	// once, not for freshness.
 	commitMs := map[int64]int64{}
 	for _, snap := range tbl.Metadata().Snapshots() {
-		commitMs[snap.SnapshotID] = snap.TimestampMs
+		if snap.Summary != nil && snap.Summary.Operation == table.OpAppend {
+			commitMs[snap.SnapshotID] = snap.TimestampMs
+		}
 		if snap.Summary != nil && snap.Summary.Properties[tables.SummaryDataset] == dataset {
 			s.commits++
 			s.lastCommitMs = max(s.lastCommitMs, snap.TimestampMs)
@@ -101,7 +110,7 @@ func scoreTable(ctx context.Context, tbl *table.Table, run uint32, events int64,
 			df := e.DataFile()
 			ms, ok := commitMs[e.SnapshotID()]
 			if !ok {
-				return nil, fmt.Errorf("data file %s: added by snapshot %d, which the table does not keep", df.FilePath(), e.SnapshotID())
+				s.freshnessUnknown += df.Count() // ms 0: no freshness
 			}
 			tenant, _ := df.Partition()[tenantField].(string)
 			s.files = append(s.files, dataFile{path: df.FilePath(), size: df.FileSizeBytes(), rows: df.Count(), commitMs: ms, tenant: tenant})
@@ -204,7 +213,9 @@ func readFile(ctx context.Context, fsys icebergio.IO, f dataFile, run uint32, ev
 				out.wrongTenant++
 			}
 			// ts is in microseconds (timestamptz).
-			out.freshness = append(out.freshness, commitSec-float64(tss.Value(i))/1e6)
+			if f.commitMs != 0 {
+				out.freshness = append(out.freshness, commitSec-float64(tss.Value(i))/1e6)
+			}
 		}
 	}
 	if err := rr.Err(); err != nil && err != io.EOF {
