@@ -119,7 +119,8 @@ func TestBenchSmoke(t *testing.T) {
 				t.Errorf("keyed by %s: neighbours' file p50 %d, apart %d", c.kafkaKey, neighbours, apart)
 			}
 			var byRole float64
-			for _, role := range []string{roleSupervisor, roleConsumer, roleUploader, roleCommitter} {
+			// Upkeep is on by default: the maintainer is sampled too.
+			for _, role := range []string{roleSupervisor, roleConsumer, roleUploader, roleCommitter, roleMaintainer} {
 				if r.PeakRSSBytes[role] < 1<<20 {
 					t.Errorf("peak RSS of %s is %d bytes", role, r.PeakRSSBytes[role])
 				}

@@ -24,6 +24,7 @@ const (
 	roleConsumer   = "consumer"
 	roleUploader   = "uploader"
 	roleCommitter  = "committer"
+	roleMaintainer = "maintainer"
 )
 
 // procStat is what the benchmark reads from /proc/<pid>/stat.
@@ -113,7 +114,7 @@ func childRole(pid int) string {
 		return ""
 	}
 	switch args[1] {
-	case roleConsumer, roleUploader, roleCommitter:
+	case roleConsumer, roleUploader, roleCommitter, roleMaintainer:
 		return args[1]
 	}
 	return ""
