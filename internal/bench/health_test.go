@@ -44,29 +44,10 @@ func TestTableHealth(t *testing.T) {
 	for k, v := range az.Properties() {
 		props[k] = v
 	}
-	cat, err := tables.OpenCatalog(ctx, config.Catalog{Name: "health", Properties: props})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if c, ok := cat.(catalog.Closer); ok {
-			c.Close()
-		}
-	})
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	schema := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: devenv.ColumnID, Type: iceberg.PrimitiveTypes.String, Required: true},
-		iceberg.NestedField{ID: 2, Name: devenv.ColumnTenant, Type: iceberg.PrimitiveTypes.String, Required: true},
-		iceberg.NestedField{ID: 3, Name: devenv.ColumnTS, Type: iceberg.PrimitiveTypes.TimestampTz, Required: true})
 	spec := iceberg.NewPartitionSpec(
 		iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "tenant", Transform: iceberg.IdentityTransform{}},
 		iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1001, Name: "ts_hour", Transform: iceberg.HourTransform{}})
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", "events"}, schema, catalog.WithPartitionSpec(&spec))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := eventsTable(t, props, catalog.WithPartitionSpec(&spec))
 
 	hour := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	// Three appends: tenant a in two hours, tenant b in one. Each append
@@ -199,4 +180,32 @@ func TestCommitDurations(t *testing.T) {
 	if len(got) != 2 || got[0] != 41 || got[1] != 312 {
 		t.Errorf("commitDurations = %v, want [41 312]", got)
 	}
+}
+
+// eventsTable creates bench.events, of the bench's id, tenant and ts
+// columns, in the SQL catalog of props; the catalog closes with the test.
+func eventsTable(t *testing.T, props map[string]string, opts ...catalog.CreateTableOpt) *table.Table {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := tables.OpenCatalog(ctx, config.Catalog{Name: "bench", Properties: props})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c, ok := cat.(catalog.Closer); ok {
+			c.Close()
+		}
+	})
+	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: devenv.ColumnID, Type: iceberg.PrimitiveTypes.String, Required: true},
+		iceberg.NestedField{ID: 2, Name: devenv.ColumnTenant, Type: iceberg.PrimitiveTypes.String, Required: true},
+		iceberg.NestedField{ID: 3, Name: devenv.ColumnTS, Type: iceberg.PrimitiveTypes.TimestampTz, Required: true})
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", "events"}, schema, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }

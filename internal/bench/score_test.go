@@ -7,13 +7,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icewal/ingestor/internal/devenv"
-	"github.com/icewal/ingestor/shared/config"
-	"github.com/icewal/ingestor/shared/tables"
 )
 
 // After upkeep, a live data file's adding snapshot may be gone: expiry
@@ -24,30 +20,11 @@ import (
 func TestScoreAfterExpiry(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	cat, err := tables.OpenCatalog(ctx, config.Catalog{Name: "score", Properties: map[string]string{
+	tbl := eventsTable(t, map[string]string{
 		"type": "sql", "uri": "file:" + filepath.Join(dir, "catalog.db"),
 		"sql.driver": "sqlite", "sql.dialect": "sqlite",
 		"warehouse": "file://" + filepath.Join(dir, "wh"),
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if c, ok := cat.(catalog.Closer); ok {
-			c.Close()
-		}
 	})
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	schema := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: devenv.ColumnID, Type: iceberg.PrimitiveTypes.String, Required: true},
-		iceberg.NestedField{ID: 2, Name: devenv.ColumnTenant, Type: iceberg.PrimitiveTypes.String, Required: true},
-		iceberg.NestedField{ID: 3, Name: devenv.ColumnTS, Type: iceberg.PrimitiveTypes.TimestampTz, Required: true})
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", "events"}, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ten, err := devenv.NewTenancy(devenv.KeysUniform, 2)
 	if err != nil {
 		t.Fatal(err)
