@@ -175,11 +175,12 @@ func runFailpoint(t *testing.T, w *world, i int, name string, topics []string, h
 	// that reaches its point during start-up (the consumer's topic
 	// record) can die before its handshake: that start is logged as a
 	// failed "start role", not as "role started", and counts as one.
-	deadline = time.Now().Add(120 * time.Second)
-	for starts := func() int {
+	starts := func() int {
 		l := in.log("run")
 		return strings.Count(l, `"msg":"role started"`) + strings.Count(l, `"msg":"start role"`)
-	}; starts() < len(supervisor.Roles(in.cfg))+1; {
+	}
+	deadline = time.Now().Add(120 * time.Second)
+	for starts() < len(supervisor.Roles(in.cfg))+1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the crashed role was not started again within 120 s")
 		}

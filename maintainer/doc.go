@@ -25,8 +25,9 @@
 //     maintenance.compactionFanIn files of one level merge into one a
 //     level up, so a byte is rewritten once per level, not at every
 //     merge. Each group's file is written by rewrite.go: the group's files
-//     read once (a small one in one request, wholeread.go), their rows written with the consumer's Parquet settings
-//     (shared/parquetfmt) and the table schema's field ids, as one sorted
+//     read once (a small one in one request, wholeread.go), their rows
+//     written with the consumer's Parquet settings (shared/parquetfmt)
+//     and the table schema's field ids, as one sorted
 //     run in the table's sort order where it has one. The maintainer
 //     does not commit them: it leaves a hand-off note
 //     (walfile.Handoff) in the WAL directory, and the committer commits
