@@ -1,8 +1,8 @@
 package walfile
 
 import (
+	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -54,17 +54,45 @@ type Name struct {
 	UUID       uuid.UUID
 }
 
-// String formats the file name for the name's state.
+// String formats the file name for the name's state. Directory scans
+// format every name they list, so it is built with appends, not fmt.
 func (n Name) String() string {
+	var prefix, ext string
 	switch n.State {
 	case Active:
-		return fmt.Sprintf("%s%s_%d_%s%s", ActivePrefix, n.Topic, n.Partition, n.UUID, SegmentExt)
+		prefix, ext = ActivePrefix, SegmentExt
 	case Ready:
-		return fmt.Sprintf("%s%s_%d_%d-%d_%s%s", ReadyPrefix, n.Topic, n.Partition, n.Start, n.End, n.UUID, SegmentExt)
+		prefix, ext = ReadyPrefix, SegmentExt
 	case Uploaded:
-		return fmt.Sprintf("%s%s_%d_%d-%d_%s%s", UploadedPrefix, n.Topic, n.Partition, n.Start, n.End, n.UUID, MarkerExt)
+		prefix, ext = UploadedPrefix, MarkerExt
+	default:
+		return ""
 	}
-	return ""
+	b := make([]byte, 0, len(prefix)+len(n.Topic)+len(ext)+36+3*20)
+	b = append(b, prefix...)
+	b = append(b, n.Topic...)
+	b = append(b, '_')
+	b = strconv.AppendInt(b, int64(n.Partition), 10)
+	b = append(b, '_')
+	if n.State != Active {
+		b = strconv.AppendInt(b, n.Start, 10)
+		b = append(b, '-')
+		b = strconv.AppendInt(b, n.End, 10)
+		b = append(b, '_')
+	}
+	var id [36]byte
+	hex.Encode(id[0:8], n.UUID[0:4])
+	id[8] = '-'
+	hex.Encode(id[9:13], n.UUID[4:6])
+	id[13] = '-'
+	hex.Encode(id[14:18], n.UUID[6:8])
+	id[18] = '-'
+	hex.Encode(id[19:23], n.UUID[8:10])
+	id[23] = '-'
+	hex.Encode(id[24:], n.UUID[10:])
+	b = append(b, id[:]...)
+	b = append(b, ext...)
+	return string(b)
 }
 
 // As returns the name of the same segment in another state.
@@ -73,55 +101,111 @@ func (n Name) As(s State) Name {
 	return n
 }
 
-var (
-	activeRE = regexp.MustCompile(`^active_(.+)_(\d+)_([0-9a-f-]{36})\.parquet$`)
-	closedRE = regexp.MustCompile(`^(ready|uploaded)_(.+)_(\d+)_(\d+)-(\d+)_([0-9a-f-]{36})\.(parquet|json)$`)
-)
-
-// Parse parses a WAL file's base name. The topic may contain underscores:
-// the fields are read from the right.
+// Parse parses a WAL file's base name:
+//
+//	active_<topic>_<partition>_<uuid>.parquet
+//	ready_<topic>_<partition>_<start>-<end>_<uuid>.parquet
+//	uploaded_<topic>_<partition>_<start>-<end>_<uuid>.json
+//
+// The topic may contain underscores: the fields are read from the right.
+// Every role lists the directory, thousands of files at a time with many
+// open segments, so this is plain string work, no regular expression.
 func Parse(base string) (Name, error) {
-	if m := activeRE.FindStringSubmatch(base); m != nil {
-		p, err := strconv.ParseInt(m[2], 10, 32)
-		if err != nil {
-			return Name{}, fmt.Errorf("parse wal name %q: partition: %w", base, err)
+	bad := func(what string) (Name, error) {
+		return Name{}, fmt.Errorf("parse wal name %q: %s", base, what)
+	}
+	var n Name
+	rest, ok := "", false
+	switch {
+	case strings.HasPrefix(base, ActivePrefix):
+		n.State, rest, ok = Active, base[len(ActivePrefix):], true
+	case strings.HasPrefix(base, ReadyPrefix):
+		n.State, rest, ok = Ready, base[len(ReadyPrefix):], true
+	case strings.HasPrefix(base, UploadedPrefix):
+		n.State, rest, ok = Uploaded, base[len(UploadedPrefix):], true
+	}
+	if !ok {
+		return bad("not a WAL file name")
+	}
+	switch {
+	case strings.HasSuffix(rest, SegmentExt):
+		if n.State == Uploaded {
+			return bad("extension does not match state")
 		}
-		u, err := uuid.Parse(m[3])
-		if err != nil {
-			return Name{}, fmt.Errorf("parse wal name %q: uuid: %w", base, err)
+		rest = rest[:len(rest)-len(SegmentExt)]
+	case strings.HasSuffix(rest, MarkerExt) && n.State != Active:
+		if n.State == Ready {
+			return bad("extension does not match state")
 		}
-		return Name{State: Active, Topic: m[1], Partition: int32(p), UUID: u}, nil
+		rest = rest[:len(rest)-len(MarkerExt)]
+	default:
+		return bad("not a WAL file name")
 	}
-	m := closedRE.FindStringSubmatch(base)
-	if m == nil {
-		return Name{}, fmt.Errorf("parse wal name %q: not a WAL file name", base)
+	// _<uuid> last: 36 lowercase hex digits and dashes.
+	if len(rest) < 37 || rest[len(rest)-37] != '_' {
+		return bad("not a WAL file name")
 	}
-	n := Name{State: Ready, Topic: m[2]}
-	if m[1] == "uploaded" {
-		n.State = Uploaded
+	id := rest[len(rest)-36:]
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') && c != '-' {
+			return bad("not a WAL file name")
+		}
 	}
-	if (n.State == Ready) != (m[7] == "parquet") {
-		return Name{}, fmt.Errorf("parse wal name %q: extension does not match state", base)
-	}
-	p, err := strconv.ParseInt(m[3], 10, 32)
+	u, err := uuid.Parse(id)
 	if err != nil {
-		return Name{}, fmt.Errorf("parse wal name %q: partition: %w", base, err)
+		return bad("uuid: " + err.Error())
 	}
-	n.Partition = int32(p)
-	if n.Start, err = strconv.ParseInt(m[4], 10, 64); err != nil {
-		return Name{}, fmt.Errorf("parse wal name %q: start offset: %w", base, err)
+	n.UUID = u
+	rest = rest[:len(rest)-37]
+	if n.State != Active {
+		// _<start>-<end> before it.
+		i := strings.LastIndexByte(rest, '_')
+		if i < 0 {
+			return bad("not a WAL file name")
+		}
+		start, end, found := strings.Cut(rest[i+1:], "-")
+		if !found || !digits(start) || !digits(end) {
+			return bad("not a WAL file name")
+		}
+		if n.Start, err = strconv.ParseInt(start, 10, 64); err != nil {
+			return bad("start offset: " + err.Error())
+		}
+		if n.End, err = strconv.ParseInt(end, 10, 64); err != nil {
+			return bad("end offset: " + err.Error())
+		}
+		rest = rest[:i]
 	}
-	if n.End, err = strconv.ParseInt(m[5], 10, 64); err != nil {
-		return Name{}, fmt.Errorf("parse wal name %q: end offset: %w", base, err)
+	// <topic>_<partition>.
+	i := strings.LastIndexByte(rest, '_')
+	if i < 1 || !digits(rest[i+1:]) {
+		return bad("not a WAL file name")
 	}
-	if n.End < n.Start {
+	p, err := strconv.ParseInt(rest[i+1:], 10, 32)
+	if err != nil {
+		return bad("partition: " + err.Error())
+	}
+	n.Topic, n.Partition = rest[:i], int32(p)
+	if strings.ContainsRune(n.Topic, '\n') {
+		return bad("not a WAL file name")
+	}
+	if n.State != Active && n.End < n.Start {
 		return Name{}, fmt.Errorf("parse wal name %q: end offset %d before start %d", base, n.End, n.Start)
-	}
-	if n.UUID, err = uuid.Parse(m[6]); err != nil {
-		return Name{}, fmt.Errorf("parse wal name %q: uuid: %w", base, err)
 	}
 	if strings.Contains(n.Topic, "/") {
 		return Name{}, fmt.Errorf("parse wal name %q: topic has a slash", base)
 	}
 	return n, nil
+}
+
+// digits reports whether s is one or more ASCII digits.
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

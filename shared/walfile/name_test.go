@@ -3,6 +3,8 @@ package walfile
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,13 +64,66 @@ func TestParseRejects(t *testing.T) {
 	}
 }
 
+// The names' grammar as regular expressions: what Parse accepts, written
+// the other way, to check it against.
+var (
+	activeGrammar = regexp.MustCompile(`^active_(.+)_(\d+)_([0-9a-f-]{36})\.parquet$`)
+	closedGrammar = regexp.MustCompile(`^(ready|uploaded)_(.+)_(\d+)_(\d+)-(\d+)_([0-9a-f-]{36})\.(parquet|json)$`)
+)
+
+// parseByGrammar parses base with the regular expressions; ok is false
+// for a name they do not match, or whose numbers or UUID do not parse.
+func parseByGrammar(base string) (n Name, ok bool) {
+	num := func(s string, bits int) int64 {
+		v, err := strconv.ParseInt(s, 10, bits)
+		if err != nil {
+			ok = false
+		}
+		return v
+	}
+	id := func(s string) uuid.UUID {
+		u, err := uuid.Parse(s)
+		if err != nil {
+			ok = false
+		}
+		return u
+	}
+	ok = true
+	if m := activeGrammar.FindStringSubmatch(base); m != nil {
+		n = Name{State: Active, Topic: m[1], Partition: int32(num(m[2], 32)), UUID: id(m[3])}
+	} else if m := closedGrammar.FindStringSubmatch(base); m != nil {
+		n = Name{State: Ready, Topic: m[2], Partition: int32(num(m[3], 32)), Start: num(m[4], 64), End: num(m[5], 64), UUID: id(m[6])}
+		if m[1] == "uploaded" {
+			n.State = Uploaded
+		}
+		if (n.State == Ready) != (m[7] == "parquet") || n.End < n.Start {
+			ok = false
+		}
+	} else {
+		ok = false
+	}
+	if strings.Contains(n.Topic, "/") {
+		ok = false
+	}
+	return n, ok
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add("ready_clicks_0_100-199_0b8f3a52-6a0e-4f4e-9d1c-2f1f7c1d9e11.parquet")
 	f.Add("active_a_b_1_0b8f3a52-6a0e-4f4e-9d1c-2f1f7c1d9e11.parquet")
 	f.Add("uploaded_t_1_1-1_0b8f3a52-6a0e-4f4e-9d1c-2f1f7c1d9e11.json")
 	f.Add("ready_x_-1_1-2_0b8f3a52-6a0e-4f4e-9d1c-2f1f7c1d9e11.parquet")
+	f.Add("ready_a\nb_1_1-2_0b8f3a52-6a0e-4f4e-9d1c-2f1f7c1d9e11.parquet")
+	f.Add("ready_a_1_1-2-3_0b8f3a52-6a0e-4f4e-9d1c-2f1f7c1d9e11.parquet")
+	f.Add("ready_a_1_1-2_0B8F3A52-6a0e-4f4e-9d1c-2f1f7c1d9e11.parquet")
+	f.Add("active_a_1_1-2_0b8f3a52-6a0e-4f4e-9d1c-2f1f7c1d9e11.json")
+	f.Add("uploaded__1_1-2_0b8f3a52-6a0e-4f4e-9d1c-2f1f7c1d9e11.json")
 	f.Fuzz(func(t *testing.T, s string) {
 		n, err := Parse(s)
+		// Parse accepts exactly what the grammar does, with the same fields.
+		if want, ok := parseByGrammar(s); ok != (err == nil) || (ok && n != want) {
+			t.Fatalf("Parse(%q) = %+v, %v; the grammar gives %+v, ok %v", s, n, err, want, ok)
+		}
 		if err != nil {
 			return
 		}
@@ -178,5 +233,31 @@ func TestLockExcludesSecondHolder(t *testing.T) {
 	}
 	if Held(dir, "consumer") {
 		t.Fatal("lock still held after release")
+	}
+}
+
+// BenchmarkList lists a WAL directory as a rotation of 1,600 segments
+// leaves it (a ready file, its checksum record and its marker each), the
+// listing every role makes at each scan or pass:
+//
+//	go test -run '^$' -bench List ./shared/walfile/
+func BenchmarkList(b *testing.B) {
+	dir := b.TempDir()
+	for i := 0; i < 1600; i++ {
+		n := Name{State: Ready, Topic: "events_wide", Partition: int32(i % 8), Start: int64(i) * 125, End: int64(i)*125 + 124, UUID: uuid.New()}
+		for _, name := range []string{n.String(), n.As(Uploaded).String(), SumName(n.UUID)} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for b.Loop() {
+		files, err := List(dir)
+		if err != nil || len(files) != 3200 {
+			b.Fatalf("listed %d files, %v", len(files), err)
+		}
+		for _, f := range files {
+			_ = f.Name.String()
+		}
 	}
 }
