@@ -2,11 +2,14 @@
 // segment in the dataset table's data location and records that with an
 // uploaded_ marker, which is what the committer waits for.
 //
-// The uploader reacts to a new ready_* file at once (fsnotify on the WAL
-// directory) and also lists the directory every 5 seconds, which finds
-// whatever a missed event, a restart or a failed attempt left behind. For
-// each ready_{topic}_{partition}_{start}-{end}_{uuid}.parquet without an
-// uploaded_ marker it:
+// The uploader reacts to a new ready_* file at once: fsnotify on the WAL
+// directory names it, and it is queued without listing the directory (with
+// thousands of open segments a listing costs tens of milliseconds, and a
+// rotation makes thousands of files one after the other). It also lists
+// the directory every 5 seconds, and when the watch missed events, which
+// finds whatever a missed event, a restart or a failed attempt left
+// behind. For each ready_{topic}_{partition}_{start}-{end}_{uuid}.parquet
+// without an uploaded_ marker it:
 //
 //  1. finds the dataset that reads the topic and the table's data location
 //     (the write.data.path table property, else <table location>/data),

@@ -18,6 +18,8 @@ type metrics struct {
 	pending  *prometheus.GaugeVec
 	// quarantined counts ready files moved aside (walfile.Quarantine).
 	quarantined *prometheus.CounterVec
+	// scans counts the listings of the WAL directory.
+	scans prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, datasets []config.Dataset) (*metrics, error) {
@@ -47,8 +49,12 @@ func newMetrics(reg prometheus.Registerer, datasets []config.Dataset) (*metrics,
 			Name: "ingestor_uploader_files_quarantined_total",
 			Help: "Ready WAL files moved to the quarantine directory, by reason: checksum, unreadable, bad_name. Their rows must be replayed from Kafka.",
 		}, []string{"dataset", "reason"}),
+		scans: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ingestor_uploader_scans_total",
+			Help: "Listings of the WAL directory: at start, every scan interval, and when the directory watch missed files. New ready files are taken from the watch without one.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.files, m.bytes, m.failures, m.seconds, m.pending, m.quarantined} {
+	for _, c := range []prometheus.Collector{m.files, m.bytes, m.failures, m.seconds, m.pending, m.quarantined, m.scans} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register uploader metrics: %w", err)
 		}

@@ -135,7 +135,7 @@ func (u *Uploader) Run(ctx context.Context) error {
 	u.finishQuarantine()
 	defer u.closeClients()
 
-	events, closeWatch := u.watch()
+	events, names, closeWatch := u.watch()
 	defer closeWatch()
 
 	// Uploads run under work, which outlives ctx: cancelling ctx starts the
@@ -146,12 +146,12 @@ func (u *Uploader) Run(ctx context.Context) error {
 	defer stop()
 	wg.Go(func() { u.sweepOrphans(ctx) })
 
-	u.run(ctx, work, &wg, events)
+	u.run(ctx, work, &wg, events, names)
 
 	deadline := time.AfterFunc(u.cfg.DrainTimeout(), stop)
 	defer deadline.Stop()
 	u.log.Info("uploader draining", "timeout", u.cfg.DrainTimeout().String())
-	u.drain(work, &wg, events)
+	u.drain(work, &wg, events, names)
 	wg.Wait()
 	if work.Err() != nil {
 		u.log.Warn("uploader drain deadline passed; the next start uploads what is left", "pending", u.pendingCount())
@@ -161,9 +161,11 @@ func (u *Uploader) Run(ctx context.Context) error {
 	return nil
 }
 
-// run is normal operation: scan at start, at every ready_ file the watch
-// reports, whenever an upload ends, and every scan interval.
-func (u *Uploader) run(ctx, work context.Context, wg *sync.WaitGroup, events <-chan struct{}) {
+// run is normal operation: scan at start and every scan interval, and
+// upload each ready file the watch names as it appears. A scan also runs
+// when the watch missed files, or, without a watch, when a file appears
+// or a slot frees with nothing queued.
+func (u *Uploader) run(ctx, work context.Context, wg *sync.WaitGroup, events <-chan struct{}, names <-chan string) {
 	tick := time.NewTicker(u.scanInterval)
 	defer tick.Stop()
 	var badNames time.Time
@@ -173,23 +175,24 @@ func (u *Uploader) run(ctx, work context.Context, wg *sync.WaitGroup, events <-c
 			badNames = time.Now()
 		}
 		u.scan(work, wg, nil)
-		if !u.untilScan(ctx, work, wg, tick.C, events) {
+		if !u.untilScan(ctx, work, wg, tick.C, events, names) {
 			return
 		}
 	}
 }
 
-// minScanGap is the least time between two scans that new ready files
-// trigger: a rotation renames hundreds of files one after the other, and
-// each listing of a large directory costs milliseconds.
+// minScanGap is the least time between two scans that events trigger: a
+// rotation renames hundreds of files one after the other, and each
+// listing of a large directory costs milliseconds.
 const minScanGap = 100 * time.Millisecond
 
-// untilScan waits until a scan is due: at the tick, or when a ready file
-// appears or a slot frees with the files the last scan found all under
-// way (a burst of thousands of ready files is listed once, not once per
-// upload), at most once per minScanGap for those. It returns false when
-// ctx ends.
-func (u *Uploader) untilScan(ctx, work context.Context, wg *sync.WaitGroup, tick <-chan time.Time, events <-chan struct{}) bool {
+// untilScan uploads the files the watch names (names) until a scan is
+// due: at the tick, or when the watch missed files (events), at most once
+// per minScanGap for those. Without a watch (names nil) a new file, or a
+// slot freed with the files the last scan found all under way, makes the
+// scan due too (a burst of thousands of ready files is listed once, not
+// once per upload). It returns false when ctx ends.
+func (u *Uploader) untilScan(ctx, work context.Context, wg *sync.WaitGroup, tick <-chan time.Time, events <-chan struct{}, names <-chan string) bool {
 	scanned := time.Now()
 	var soon <-chan time.Time // set when an event arrived too early
 	for {
@@ -200,14 +203,18 @@ func (u *Uploader) untilScan(ctx, work context.Context, wg *sync.WaitGroup, tick
 			return true
 		case <-soon:
 			return true
+		case base := <-names:
+			u.enqueue(work, wg, base)
+			continue
 		case <-events:
 		case <-u.wake:
-			if u.dispatch(work, wg) {
+			if u.dispatch(work, wg) || names != nil {
 				continue
 			}
 		}
-		// A new file, or a free slot and nothing queued: scan, but not
-		// sooner than minScanGap after the last one.
+		// Files the watch missed, or (without a watch) a new file or a
+		// free slot and nothing queued: scan, but not sooner than
+		// minScanGap after the last one.
 		gap := minScanGap - time.Since(scanned)
 		if gap <= 0 {
 			return true
@@ -218,11 +225,42 @@ func (u *Uploader) untilScan(ctx, work context.Context, wg *sync.WaitGroup, tick
 	}
 }
 
+// enqueue queues the ready file base that the watch named and starts it
+// if a slot is free, without listing the directory: a rotation of 1,600
+// segments names 1,600 files one after the other, and a listing of such a
+// directory takes tens of milliseconds. The file is complete when it is
+// named (the consumer renames it to ready_ after its fsync and checksum
+// record), and upload checks its marker first, so a file a scan queued
+// too is uploaded once. What the watch cannot tell (a name no dataset
+// reads, a file in backoff) is left to the next scan.
+func (u *Uploader) enqueue(work context.Context, wg *sync.WaitGroup, base string) {
+	n, err := walfile.Parse(base)
+	if err != nil || n.State != walfile.Ready || work.Err() != nil {
+		return
+	}
+	d, ok := u.cfg.DatasetByTopic(n.Topic)
+	if !ok {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.inflight[base] || u.retries[base] != nil {
+		return
+	}
+	for _, j := range u.queue {
+		if j.file.Name == n {
+			return
+		}
+	}
+	u.queue = append(u.queue, job{file: walfile.File{Name: n, Path: filepath.Join(u.dir, base)}, dataset: d})
+	u.dispatchLocked(work, wg, nil)
+}
+
 // drain keeps uploading while the consumer holds its lock (it is rotating
 // its last segments into ready files), then tries every file without a
 // marker once more, backoff or not, and waits for those uploads. work ends
 // at the drain deadline.
-func (u *Uploader) drain(work context.Context, wg *sync.WaitGroup, events <-chan struct{}) {
+func (u *Uploader) drain(work context.Context, wg *sync.WaitGroup, events <-chan struct{}, names <-chan string) {
 	tick := time.NewTicker(heldPoll)
 	defer tick.Stop()
 	next := time.Now()
@@ -235,6 +273,8 @@ func (u *Uploader) drain(work context.Context, wg *sync.WaitGroup, events <-chan
 		case <-work.Done():
 			return
 		case <-tick.C:
+		case base := <-names:
+			u.enqueue(work, wg, base)
 		case <-events:
 			next = time.Now()
 		case <-u.wake:
@@ -258,9 +298,15 @@ func (u *Uploader) drain(work context.Context, wg *sync.WaitGroup, events <-chan
 	}
 }
 
-// watch reports new ready_ files in the WAL directory. If the watch cannot
-// be set up, the periodic scan alone finds them.
-func (u *Uploader) watch() (<-chan struct{}, func()) {
+// watchBuffer is how many new ready files the watch holds for the loop
+// to take: more than a rotation of the largest partition count makes at
+// once. Past it the watch asks for a scan instead.
+const watchBuffer = 4096
+
+// watch names new ready_ files of the WAL directory (names), and reports
+// on events when it missed some, for a scan to find them. If the watch
+// cannot be set up, names is nil and the periodic scan alone finds them.
+func (u *Uploader) watch() (events <-chan struct{}, names <-chan string, closeWatch func()) {
 	out := make(chan struct{}, 1)
 	w, err := fsnotify.NewWatcher()
 	if err == nil {
@@ -271,7 +317,14 @@ func (u *Uploader) watch() (<-chan struct{}, func()) {
 	}
 	if err != nil {
 		u.log.Warn("cannot watch the WAL directory; relying on the periodic scan", "dir", u.dir, "error", err)
-		return out, func() {}
+		return out, nil, func() {}
+	}
+	named := make(chan string, watchBuffer)
+	missed := func() {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
 	}
 	done := make(chan struct{})
 	go func() {
@@ -282,21 +335,26 @@ func (u *Uploader) watch() (<-chan struct{}, func()) {
 				if !ok {
 					return
 				}
-				if ev.Has(fsnotify.Create) && strings.HasPrefix(filepath.Base(ev.Name), walfile.ReadyPrefix) {
+				// A rename to ready_ (how the consumer makes one) is a
+				// create here.
+				if base := filepath.Base(ev.Name); ev.Has(fsnotify.Create) && strings.HasPrefix(base, walfile.ReadyPrefix) {
 					select {
-					case out <- struct{}{}:
+					case named <- base:
 					default:
+						missed()
 					}
 				}
 			case err, ok := <-w.Errors:
 				if !ok {
 					return
 				}
+				// An overflow of the kernel's queue loses events.
 				u.log.Warn("WAL directory watch", "dir", u.dir, "error", err)
+				missed()
 			}
 		}
 	}()
-	return out, func() {
+	return out, named, func() {
 		w.Close()
 		<-done
 	}
@@ -329,6 +387,7 @@ func (u *Uploader) scan(work context.Context, wg *sync.WaitGroup, tried map[stri
 	if work.Err() != nil {
 		return 0, 0
 	}
+	u.m.scans.Inc()
 	files, err := walfile.List(u.dir)
 	if err != nil {
 		u.log.Error("scan WAL directory", "dir", u.dir, "error", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icewal/ingestor/shared/bloom"
 	"github.com/icewal/ingestor/shared/config"
@@ -247,6 +248,37 @@ func TestReactsAtOnce(t *testing.T) {
 	second := e.writeReady("orders_topic", 0, 5, 5, "b")
 	e.waitMarked(5*time.Second, second.name)
 	e.checkUploaded(second, locs["orders"])
+}
+
+// TestNamedFilesNeedNoScan writes ready files one after the other, as a
+// rotation does, with the periodic scan set to an hour: each is uploaded
+// from the name the watch gives, and the directory is listed only at
+// start. Before, every file that appeared, and every upload that ended
+// with nothing queued, listed the whole directory again.
+func TestNamedFilesNeedNoScan(t *testing.T) {
+	e := newEnv(t, false)
+	locs := e.dataLocations()
+	u := e.newUploader(withTiming(time.Hour, time.Hour, time.Hour))
+	e.run(u)
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(u.m.scans) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no scan at start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var segs []segment
+	for i := 0; i < 30; i++ {
+		segs = append(segs, e.writeReady("orders_topic", int32(i%3), int64(i)*5, 5, fmt.Sprint("s", i)))
+		time.Sleep(2 * minScanGap / 3)
+	}
+	e.waitMarked(30*time.Second, names(segs...)...)
+	for _, s := range segs {
+		e.checkUploaded(s, locs["orders"])
+	}
+	if n := testutil.ToFloat64(u.m.scans); n != 1 {
+		t.Fatalf("the directory was listed %v times for 30 named files, want once (at start)", n)
+	}
 }
 
 // TestStorageOutage stops Azurite while segments arrive: uploads fail and
