@@ -66,6 +66,10 @@ type Committer struct {
 
 	lastErrors commitErrors // the last failure of each dataset, for Status
 
+	// reuse keeps the table each dataset's last commit returned, which
+	// its next append starts from (reuse.go).
+	reuse reused
+
 	// lastHandoff is when each dataset last applied hand-offs without an
 	// append (an idle dataset's compactions still go in), by index.
 	lastHandoff []time.Time
@@ -186,8 +190,11 @@ func (c *Committer) passDue(ctx context.Context, last []time.Time, now time.Time
 			// interval.
 			if tried || last == nil || now.Sub(c.lastHandoff[i]) >= c.interval {
 				c.lastHandoff[i] = now
-				c.applyHandoffs(ctx, c.log.With("dataset", d.Name, "topic", d.Topic), d, after)
+				after = c.applyHandoffs(ctx, c.log.With("dataset", d.Name, "topic", d.Topic), d, after)
 			}
+			// The next append starts from the table as these commits
+			// left it; nil (a failure) leaves nothing to reuse.
+			c.reuse.keep(d.Name, after, time.Now())
 		})
 	}
 	wg.Wait()
@@ -260,6 +267,7 @@ func (c *Committer) closeCatalog() {
 		}
 	}
 	c.cat = nil
+	c.reuse.forget()
 }
 
 // commitDataset adds the dataset's uploaded segments to its table in one
@@ -313,11 +321,19 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 		fail(reasonError, "open catalog", err)
 		return true, nil
 	}
-	tbl, err := tables.Load(ctx, cat, d)
-	if err != nil {
-		fail(reasonError, "load table", err)
-		return true, nil
+	// The table the last commit returned, when every segment of the batch
+	// was written for a schema and spec it knows (reuse.go), else the
+	// catalog's. A crash here or anywhere below loses only that memory.
+	source := tableReused
+	tbl := c.reuse.take(d.Name, time.Now())
+	if tbl == nil || !knows(tbl, pending) {
+		source = tableLoaded
+		if tbl, err = tables.Load(ctx, cat, d); err != nil {
+			fail(reasonError, "load table", err)
+			return true, nil
+		}
 	}
+	c.metrics.tableLoads.WithLabelValues(d.Name, source).Inc()
 	// Every segment the table holds already goes, whatever its offsets say.
 	if pending, err = c.dropInTable(ctx, log, tbl, pending); err != nil {
 		fail(reasonError, "check which segments the table holds", err)
@@ -381,6 +397,11 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 			return true, nil
 		case tables.IsConflict(err) && attempt < maxAttempts && ctx.Err() == nil:
 			c.metrics.failures.WithLabelValues(d.Name, reasonConflict).Inc()
+			if source == tableReused && attempt == 1 {
+				// Another writer appends to this table: reusing would
+				// conflict at every append; load for a while.
+				c.reuse.conflicted(d.Name, time.Now())
+			}
 			log.Info("commit conflict, reloading the table", "attempt", attempt, "err", err)
 			if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
 				fail(reasonError, "reload table after a conflict", err)

@@ -17,15 +17,18 @@
 //
 // Exactly once. Each append records the UUIDs of the segments it adds in
 // its snapshot summary (tables.SnapshotProperties). Before each append the
-// committer reloads the table and drops from the batch every segment that a
-// kept snapshot already holds (tables.SegmentsInTable, which reads the
-// summaries and, only for segments older than a snapshot that maintenance
-// expired, the manifests): those landed before,
-// and only their local files go. So an append whose outcome is unknown (a
-// timeout, a catalog 5xx, a crash right after the commit) is never blindly
-// retried and never lost: the next interval's reload decides. A commit
-// conflict (another writer changed the table first) is retried at once on
-// the reloaded table, a bounded number of times.
+// committer drops from the batch every segment that a kept snapshot
+// already holds (tables.SegmentsInTable, which reads the summaries and,
+// only for segments older than a snapshot that maintenance expired, the
+// manifests): those landed before, and only their local files go. The
+// check runs on the table as the dataset's last successful commit returned
+// it, or on a fresh load after anything else (reuse.go: a first append, a
+// failure, a batch the kept table cannot describe, another writer). So an
+// append whose outcome is unknown (a timeout, a catalog 5xx, a crash right
+// after the commit) is never blindly retried and never lost: the next
+// interval's reload decides. A commit conflict (another writer changed the
+// table first) is retried at once on the reloaded table, a bounded number
+// of times.
 //
 // Offsets first. A segment is added only when Kafka holds a committed
 // offset of the dataset's consumer group for the segment's partition that

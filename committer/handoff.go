@@ -23,11 +23,15 @@ import (
 //
 // A failure leaves the note for the next pass; nothing of it is in the
 // table until its commit lands.
-func (c *Committer) applyHandoffs(ctx context.Context, log *slog.Logger, d config.Dataset, tbl *table.Table) {
+//
+// It returns the table as its last commit left it (tbl when there was
+// nothing to apply), nil after a failure: what the next append may start
+// from (reuse.go).
+func (c *Committer) applyHandoffs(ctx context.Context, log *slog.Logger, d config.Dataset, tbl *table.Table) *table.Table {
 	notes, bad, err := walfile.ListHandoffs(c.dir, d.Name)
 	if err != nil {
 		log.Error("list compaction hand-offs", "err", err)
-		return
+		return nil
 	}
 	for _, p := range bad {
 		// The maintainer writes notes atomically: only a damaged disk
@@ -36,17 +40,17 @@ func (c *Committer) applyHandoffs(ctx context.Context, log *slog.Logger, d confi
 		log.Warn("unreadable compaction hand-off left in place; its compacted files are orphans", "file", p)
 	}
 	if len(notes) == 0 {
-		return
+		return tbl
 	}
 	cat, err := c.catalog(ctx)
 	if err != nil {
 		log.Error("open catalog for a compaction hand-off", "err", err)
-		return
+		return nil
 	}
 	if tbl == nil {
 		if tbl, err = cat.LoadTable(ctx, catalog.ToIdentifier(d.TableIdent()...)); err != nil {
 			log.Error("load table for a compaction hand-off", "err", err)
-			return
+			return nil
 		}
 	}
 	for _, n := range notes {
@@ -58,7 +62,7 @@ func (c *Committer) applyHandoffs(ctx context.Context, log *slog.Logger, d confi
 		if err != nil {
 			c.metrics.handoffFailures.WithLabelValues(d.Name).Inc()
 			log.Warn("compaction hand-off not applied; retried at the next pass", "handoff", n.ID, "err", err)
-			return
+			return nil
 		}
 		tbl = next
 		if res.Applied > 0 {
@@ -83,4 +87,5 @@ func (c *Committer) applyHandoffs(ctx context.Context, log *slog.Logger, d confi
 			log.Error("sync wal dir after a hand-off's deletion", "err", err)
 		}
 	}
+	return tbl
 }

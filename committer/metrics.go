@@ -42,7 +42,16 @@ type metrics struct {
 	// hand-offs whose replace could not be committed this time.
 	handoffs        *prometheus.CounterVec
 	handoffFailures *prometheus.CounterVec
+	// tableLoads counts the table loads of the appends by source: loaded
+	// from the catalog, or reused as the last commit returned it (reuse.go).
+	tableLoads *prometheus.CounterVec
 }
+
+// Sources of an append's table, the values of the source label.
+const (
+	tableLoaded = "catalog" // loaded from the catalog
+	tableReused = "reused"  // the table the dataset's last commit returned
+)
 
 // Outcomes of a hand-off's group, the values of the outcome label.
 const (
@@ -105,8 +114,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_committer_compaction_failures_total",
 			Help: "Hand-offs of the maintainer whose replace could not be committed at this pass; retried at the next, appends unaffected.",
 		}, []string{"dataset"}),
+		tableLoads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_table_loads_total",
+			Help: "Tables an append started from, by source: catalog (loaded) or reused (as the dataset's last commit returned it).",
+		}, []string{"dataset", "source"}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped, m.handoffs, m.handoffFailures} {
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped, m.handoffs, m.handoffFailures, m.tableLoads} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
@@ -127,6 +140,8 @@ func (m *metrics) initDataset(name string) {
 	m.handoffs.WithLabelValues(name, handoffApplied)
 	m.handoffs.WithLabelValues(name, handoffDropped)
 	m.handoffFailures.WithLabelValues(name)
+	m.tableLoads.WithLabelValues(name, tableLoaded)
+	m.tableLoads.WithLabelValues(name, tableReused)
 	for _, r := range []string{reasonConflict, reasonUnknown, reasonError, reasonIdentity} {
 		m.failures.WithLabelValues(name, r)
 	}
