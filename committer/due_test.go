@@ -24,12 +24,7 @@ func TestCommitWhenDue(t *testing.T) {
 	cfg := e.config(wal)
 	cfg.Ingestion.CommitIntervalSeconds = 10
 	c := newCommitter(t, cfg)
-	closeKafka, err := c.connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeKafka()
-	defer c.closeCatalog()
+	connect(t, c)
 	ctx := context.Background()
 	settle := settleTime(c.interval)
 	if settle <= 0 || settle > c.interval/2 {

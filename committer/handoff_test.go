@@ -153,12 +153,7 @@ func TestCommitterAppliesAHandoffWithoutAnAppend(t *testing.T) {
 	e, wal, a, b := twoCommittedSegments(t)
 	h := compactedHandoff(t, e, wal, e.table("clicks"), a, b)
 	cm := newCommitter(t, e.config(wal))
-	closeKafka, err := cm.connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeKafka()
-	defer cm.closeCatalog()
+	connect(t, cm)
 	cm.passDue(context.Background(), make([]time.Time, len(cm.cfg.Datasets)), time.Now())
 	last := snapshots(e.table("clicks"))
 	if s := last[len(last)-1]; s.Summary.Properties[tables.SummaryHandoff] != h.ID.String() {

@@ -367,6 +367,20 @@ func newCommitter(t *testing.T, cfg *config.Config) *Committer {
 	return c
 }
 
+// connect gives c its Kafka client for passes run outside Run; the test's
+// end closes it and c's catalog.
+func connect(t *testing.T, c *Committer) {
+	t.Helper()
+	closeKafka, err := c.connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.closeCatalog()
+		closeKafka()
+	})
+}
+
 // runPass runs one commit pass of c outside Run, with its Kafka client.
 func runPass(t *testing.T, c *Committer) {
 	t.Helper()

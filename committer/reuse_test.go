@@ -20,12 +20,7 @@ func TestCommitterReusesTheTableItsCommitReturned(t *testing.T) {
 	e := newEnv(t, sqliteCatalog(t.TempDir()))
 	wal, other := e.walDir("wal"), e.walDir("other")
 	cm := newCommitter(t, e.config(wal))
-	closeKafka, err := cm.connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeKafka()
-	defer cm.closeCatalog()
+	connect(t, cm)
 	ctx := context.Background()
 	loads := func() (catalog, reused float64) {
 		return testutil.ToFloat64(cm.metrics.tableLoads.WithLabelValues("clicks", tableLoaded)),
