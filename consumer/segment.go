@@ -373,6 +373,11 @@ func (s *segment) finish() (walfile.Name, error) {
 	if err := s.f.Close(); err != nil {
 		return walfile.Name{}, fmt.Errorf("close segment file %s: %w", s.name, err)
 	}
+	// The writer holds the footer's metadata, hundreds of KB for a wide
+	// table, until it is garbage: it goes now, not when the rotation of
+	// the segment's partition (and of every other partition closed
+	// beside it: finish.go) is over.
+	s.w, s.f = nil, nil
 	// The checksum record goes before the rename, so that no ready file
 	// exists without one. A crash after it and before the rename leaves
 	// the active file, which recovery deletes, and a stray record, which

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/shared/config"
@@ -88,6 +87,9 @@ type writer struct {
 	// minFlush is the least a segment buffers (JSON bytes) to be flushed
 	// for memory.
 	minFlush int64
+	// closingHook, set by tests only, runs as each segment starts to
+	// close (finish.go).
+	closingHook func(*segment)
 
 	mu          sync.Mutex
 	flushIdle   int       // records to skip before looking for a segment to flush again
@@ -245,76 +247,6 @@ func (w *writer) rotateAged(ctx context.Context) error {
 	return w.rotateLocked(ctx, due, TriggerAge)
 }
 
-// finishParallel is how many segments of a partition are closed at once:
-// each close writes its last row group, its footer and an fsync, so a
-// partition with hundreds of open segments rotates in a fraction of the
-// time (a revoke has the rebalance timeout, 5 s, for it).
-const finishParallel = 4
-
-// finishAloneBytes is the buffered JSON above which a segment closes
-// alone rather than beside others.
-const finishAloneBytes = 4 << 20
-
-// finishAll closes every open segment of st and renames it ready, several
-// at once, and returns how many it renamed. The segments that could not
-// be closed stay in st (the error is fatal: the consumer exits).
-func (w *writer) finishAll(st *partState, trigger string) (int, error) {
-	type done struct {
-		key   string
-		size  int64
-		ready walfile.Name
-	}
-	var (
-		mu       sync.Mutex
-		finished []done
-	)
-	finish := func(key string, seg *segment) error {
-		ready, err := seg.finish()
-		if err != nil {
-			return err
-		}
-		size := seg.cw.n // the whole file: most segments have none before
-		mu.Lock()
-		finished = append(finished, done{key, size, ready})
-		mu.Unlock()
-		return nil
-	}
-	// Closing a segment builds its last row group in Arrow, about three
-	// times its buffered size: the segments with much buffered close one
-	// at a time, then the small ones side by side.
-	var alone, small []string
-	for key, seg := range st.segs {
-		if seg.pendingB >= finishAloneBytes {
-			alone = append(alone, key)
-		} else {
-			small = append(small, key)
-		}
-	}
-	var err error
-	for _, key := range alone {
-		if err = finish(key, st.segs[key]); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		var g errgroup.Group
-		g.SetLimit(finishParallel)
-		for _, key := range small {
-			seg := st.segs[key]
-			g.Go(func() error { return finish(key, seg) })
-		}
-		err = g.Wait()
-	}
-	for _, d := range finished {
-		delete(st.segs, d.key)
-		w.m.segmentsOpen.WithLabelValues(w.ds.Name).Dec()
-		w.m.rotated.WithLabelValues(w.ds.Name, trigger).Inc()
-		w.m.bytesRotated.WithLabelValues(w.ds.Name).Add(float64(d.size))
-		w.log.Debug("segment rotated", "dataset", w.ds.Name, "file", d.ready.String(), "trigger", trigger)
-	}
-	return len(finished), err
-}
-
 // rotate rotates the given partitions (all when nil) and commits their
 // offsets.
 func (w *writer) rotate(ctx context.Context, partitions []int32, trigger string) error {
@@ -347,7 +279,10 @@ func (w *writer) rotateLocked(ctx context.Context, partitions []int32, trigger s
 	}
 	all := append(partitions[:len(partitions):len(partitions)], extra...)
 	offsets := map[int32]int64{}
-	var renamed int
+	var (
+		renamed int
+		segs    []closing
+	)
 	for i, p := range all {
 		st := w.parts[p]
 		if st == nil {
@@ -357,14 +292,21 @@ func (w *writer) rotateLocked(ctx context.Context, partitions []int32, trigger s
 		if i >= len(partitions) {
 			why = TriggerSchema
 		}
-		n, err := w.finishAll(st, why)
-		renamed += n + len(st.rolled) // the rolled files' renames want the same fsync
-		if err != nil {
-			return err
+		for key, seg := range st.segs {
+			segs = append(segs, closing{st: st, key: key, seg: seg, trigger: why})
 		}
+		renamed += len(st.rolled) // the rolled files' renames want the same fsync
 		if st.next > st.committed {
 			offsets[p] = st.next
 		}
+	}
+	// The segments of all these partitions close side by side
+	// (finish.go). A crash while they do leaves active files and some
+	// ready ones, all with uncommitted offsets: recovery deletes them.
+	n, err := w.finishAll(segs)
+	renamed += n
+	if err != nil {
+		return err
 	}
 	if renamed > 0 {
 		// The renames must be durable before the offset commit: once the
