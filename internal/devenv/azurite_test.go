@@ -14,7 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 )
 
-func newBlobClient(t *testing.T, a *Azurite) *azblob.Client {
+func newBlobClient(t testing.TB, a *Azurite) *azblob.Client {
 	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
