@@ -22,9 +22,13 @@ import (
 // side: finishParallel at a time, the largest first (so that the longest
 // build does not start last), while their builds fit the room: each takes
 // about closeFactor times its buffered JSON bytes in Arrow, and all the
-// builds in flight take at most an eighth of the memory budget: with the
-// buffered rows (at most flushMark, a quarter) they stay under the live
-// heap's shedMark (a half). A segment larger than the room closes alone.
+// builds in flight of one dataset take at most an eighth of the memory
+// budget: with the buffered rows (at most flushMark, a quarter) they stay
+// under the live heap's shedMark (a half). The room is per dataset: the
+// datasets of a process that rotate at the same moment (a shutdown, a
+// revoke) each have their own. A segment larger than the room closes
+// alone. The room is held until the segment's file is renamed, fsync
+// included, so with a small budget medium segments close one at a time.
 // Before, each segment of more than 4 MiB of JSON closed alone, one
 // after the other, and one partition's segments closed before the next
 // partition's: with 64 wide segments the rotation kept one core busy,
@@ -72,7 +76,9 @@ func (w *writer) finishAll(segs []closing) (int, error) {
 	sort.SliceStable(segs, func(i, j int) bool { return segs[i].seg.pendingB > segs[j].seg.pendingB })
 	room := w.closeRoom()
 	sem := semaphore.NewWeighted(room)
-	// After a failure no further segment starts: ctx is cancelled.
+	// After a failure ctx is cancelled and the loop starts no further
+	// segment; one already past its Acquire may still close, and the
+	// fatal exit that follows leaves its file to recovery like the rest.
 	g, ctx := errgroup.WithContext(context.Background())
 	g.SetLimit(finishParallel)
 	var (
@@ -94,7 +100,6 @@ func (w *writer) finishAll(segs []closing) (int, error) {
 				return err
 			}
 			c.ready, c.size = ready, c.seg.cw.n // the whole file: most segments have none before
-			c.seg = nil                         // what is left of it is garbage now
 			mu.Lock()
 			finished = append(finished, c)
 			mu.Unlock()
