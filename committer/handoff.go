@@ -74,8 +74,8 @@ func (c *Committer) applyHandoffs(ctx context.Context, log *slog.Logger, d confi
 			failpoint.Hit(failpoint.CommitterAfterReplace)
 		}
 		if res.Dropped > 0 {
-			log.Info("compacted files dropped: another writer replaced their files first; left to the orphan cleanup",
-				"handoff", n.ID, "files", res.DroppedFiles)
+			log.Info("compacted files dropped: another writer replaced or deleted rows of their files first; left to the orphan cleanup",
+				"handoff", n.ID, "files", res.DroppedFiles, "for_deletes", res.DroppedForDeletes)
 		}
 		c.metrics.handoffs.WithLabelValues(d.Name, handoffApplied).Add(float64(res.Applied))
 		c.metrics.handoffs.WithLabelValues(d.Name, handoffDropped).Add(float64(res.Dropped))

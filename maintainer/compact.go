@@ -77,8 +77,12 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]ta
 	byLevel := map[int][]table.FileScanTask{}
 	for _, t := range tasks {
 		size := t.File.FileSizeBytes()
-		if size >= target/2 || len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0 {
-			continue // big enough, or with deletes: not this step's work
+		if size >= target/2 || tables.HasDeletes(t) {
+			// Big enough, or with deletes: a file with deletes could
+			// only be replaced together with its delete files, which
+			// this step does not do, and the committer drops a group
+			// with such a file (tables.ApplyHandoff).
+			continue
 		}
 		p.small++
 		l := level(size, target, fanIn)

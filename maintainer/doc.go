@@ -57,8 +57,9 @@
 // the pod's one writer of the table's metadata applies the replace after
 // its own append, so the two never race, and an append never waits for
 // it. No step adds or removes a row, so nothing can be lost or doubled by
-// a conflict; a hand-off whose inputs another writer replaced first is
-// dropped, never applied on top.
+// a conflict; a hand-off whose inputs another writer replaced first, or
+// deleted rows of (a position or equality delete, a deletion vector), is
+// dropped, never applied on top: its file still holds the deleted rows.
 //
 // Exactly once. After expiry, the snapshot summaries that named a
 // committed segment are gone; after compaction (by another engine, on

@@ -160,6 +160,7 @@ func commitHandoffs(t *testing.T, cfg *config.Config, beforeCommit func(attempt 
 		sum.Applied += res.Applied
 		sum.AlreadyIn += res.AlreadyIn
 		sum.Dropped += res.Dropped
+		sum.DroppedForDeletes += res.DroppedForDeletes
 		sum.DroppedFiles = append(sum.DroppedFiles, res.DroppedFiles...)
 		sum.Attempts += res.Attempts
 		if err := os.Remove(n.Path); err != nil {

@@ -46,12 +46,17 @@ type HandoffResult struct {
 	// earlier one (a crash before the note's deletion).
 	Applied, AlreadyIn int
 	// Dropped groups can never be applied: some file they replace is no
-	// longer live (another writer compacted it), or the table was
-	// recreated. Their compacted files are referred to by nothing and are
-	// left to the orphan cleanup, which deletes them once they are older
-	// than its safety margin; DroppedFiles names them.
+	// longer live (another writer compacted it, or rewrote it for a
+	// copy-on-write delete) or has gained a delete file (a merge-on-read
+	// delete: the compacted file still holds the deleted rows), or the
+	// table was recreated. Their compacted files are referred to by
+	// nothing and are left to the orphan cleanup, which deletes them once
+	// they are older than its safety margin; DroppedFiles names them.
 	Dropped      int
 	DroppedFiles []string
+	// DroppedForDeletes counts the dropped groups some of whose files
+	// have a delete file.
+	DroppedForDeletes int
 	// Rows and Bytes are the applied groups' rows and replaced bytes.
 	Rows, Bytes int64
 	// Attempts is the number of catalog commits tried.
@@ -62,10 +67,24 @@ type HandoffResult struct {
 // deletes each group's replaced files and adds its compacted file: a
 // metadata-only commit that changes no row. Groups already applied (their
 // file live, or a kept snapshot naming h) and groups that can never be
-// (a replaced file no longer live) are left out of it. A conflict with
-// another writer is redone on the reloaded table, up to a few times; an
-// error leaves the hand-off to a later call, which decides again from the
-// table. beforeCommit, when set, runs before each catalog commit (tests).
+// (a replaced file no longer live, or with a delete file) are left out of
+// it. A conflict with another writer is redone on the reloaded table, up
+// to a few times, and every check is made again on it; an error leaves
+// the hand-off to a later call, which decides again from the table.
+// beforeCommit, when set, runs before each catalog commit (tests).
+//
+// Row-level deletes. The compacted file holds every row its inputs held
+// when the maintainer read them. An input that has a delete file now
+// (position delete, equality delete or deletion vector, committed by
+// another engine since the planning, or before it by a planner that did
+// not skip it) is no valid input: replacing it would drop a position
+// delete's or deletion vector's target and give the rows a newer data
+// sequence number than an equality delete's, so the deleted rows would
+// read again. Such a group is dropped; its rows stay in its inputs, with
+// their deletes. A delete committed after the check and before the
+// commit changes the table's current snapshot, so the commit fails its
+// requirement (or iceberg-go's check for new deletes on rewritten files)
+// as a conflict, and the check is made again on the reloaded table.
 //
 // It returns the table after the commit, or tbl when it committed nothing.
 // When it returns without error the note can be deleted.
@@ -85,7 +104,7 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 			res.AlreadyIn = len(h.Groups)
 			return tbl, res, nil
 		}
-		live, err := liveDataFiles(ctx, tbl)
+		live, withDeletes, err := liveDataFiles(ctx, tbl)
 		if err != nil {
 			return tbl, res, err
 		}
@@ -96,6 +115,10 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 				res.AlreadyIn++
 			case !allLive(live, g.Replaced):
 				res.Dropped++
+				res.DroppedFiles = append(res.DroppedFiles, g.File)
+			case anyIn(withDeletes, g.Replaced):
+				res.Dropped++
+				res.DroppedForDeletes++
 				res.DroppedFiles = append(res.DroppedFiles, g.File)
 			default:
 				apply = append(apply, g)
@@ -171,20 +194,40 @@ func handoffCommitted(tbl *table.Table, h walfile.Handoff) bool {
 	return false
 }
 
-// liveDataFiles returns the data files of tbl's current snapshot by path.
-func liveDataFiles(ctx context.Context, tbl *table.Table) (map[string]iceberg.DataFile, error) {
-	live := map[string]iceberg.DataFile{}
+// liveDataFiles returns the data files of tbl's current snapshot by path,
+// and the paths of those a delete file applies to.
+func liveDataFiles(ctx context.Context, tbl *table.Table) (live map[string]iceberg.DataFile, withDeletes map[string]bool, err error) {
+	live, withDeletes = map[string]iceberg.DataFile{}, map[string]bool{}
 	if tbl.CurrentSnapshot() == nil {
-		return live, nil
+		return live, withDeletes, nil
 	}
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("plan files: %w", err)
+		return nil, nil, fmt.Errorf("plan files: %w", err)
 	}
 	for _, t := range tasks {
 		live[t.File.FilePath()] = t.File
+		if HasDeletes(t) {
+			withDeletes[t.File.FilePath()] = true
+		}
 	}
-	return live, nil
+	return live, withDeletes, nil
+}
+
+// HasDeletes reports whether a delete file of any kind applies to the
+// task's data file: a compaction that reads it without applying them may
+// not replace it.
+func HasDeletes(t table.FileScanTask) bool {
+	return len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0
+}
+
+func anyIn(set map[string]bool, paths []string) bool {
+	for _, p := range paths {
+		if set[p] {
+			return true
+		}
+	}
+	return false
 }
 
 func allLive(live map[string]iceberg.DataFile, paths []string) bool {
