@@ -12,24 +12,25 @@ import (
 
 // Defaults named by the product specification.
 const (
-	DefaultCommitIntervalSeconds       = 20
-	DefaultDrainTimeoutSeconds         = 96
-	DefaultMaxFileSizeBytes            = 64 << 20
-	DefaultMaxFileAgeMinutes           = 5
-	DefaultMaxOpenSegmentsPerPartition = 256
-	DefaultDiskHighWatermarkPct        = 80
-	DefaultMetricsAddress              = ":9400"
-	DefaultStartOffset                 = "earliest"
-	DefaultMaxRecordBytes              = 1 << 20
-	DefaultMaxJSONDepth                = 64
-	DefaultMemoryBudgetBytes           = 512 << 20
-	DefaultStallTimeoutSeconds         = 120
-	DefaultMaintenanceIntervalSeconds  = 60
-	DefaultMaintenanceMaxManifests     = 100
-	DefaultMaintenanceCompactionFanIn  = 8
-	DefaultMaintenanceMaxSnapshots     = 300
-	DefaultMaintenanceOrphanAgeHours   = 72
-	DefaultMaintenanceLease            = "kafka"
+	DefaultCommitIntervalSeconds            = 20
+	DefaultDrainTimeoutSeconds              = 96
+	DefaultMaxFileSizeBytes                 = 64 << 20
+	DefaultMaxFileAgeMinutes                = 5
+	DefaultMaxOpenSegmentsPerPartition      = 256
+	DefaultDiskHighWatermarkPct             = 80
+	DefaultMetricsAddress                   = ":9400"
+	DefaultStartOffset                      = "earliest"
+	DefaultMaxRecordBytes                   = 1 << 20
+	DefaultMaxJSONDepth                     = 64
+	DefaultMemoryBudgetBytes                = 512 << 20
+	DefaultStallTimeoutSeconds              = 120
+	DefaultMaintenanceIntervalSeconds       = 60
+	DefaultMaintenanceMaxManifests          = 100
+	DefaultMaintenanceCompactionFanIn       = 8
+	DefaultMaintenanceMaxSnapshots          = 300
+	DefaultMaintenanceOrphanAgeHours        = 72
+	DefaultMaintenanceIdleCompactionMinutes = 15
+	DefaultMaintenanceLease                 = "kafka"
 )
 
 // Config is the whole configuration file.
@@ -57,6 +58,11 @@ type Maintenance struct {
 	// partition merge into one, at least 2; DefaultMaintenanceCompactionFanIn
 	// unless the file sets it; 0 switches compaction off.
 	CompactionFanIn int `yaml:"compactionFanIn"`
+	// IdleCompactionMinutes is how long a partition must have received
+	// no new file before its small files (two or more) are merged into
+	// one whatever CompactionFanIn; DefaultMaintenanceIdleCompactionMinutes
+	// unless the file sets it; 0 switches idle compaction off.
+	IdleCompactionMinutes float64 `yaml:"idleCompactionMinutes"`
 	// MaxSnapshots caps the snapshots kept of a table that sets no
 	// history.expire.max-snapshot-age-ms, whatever their age, so that a
 	// fast commit rate cannot grow metadata.json past the cap; 0 is no cap.
@@ -68,6 +74,12 @@ type Maintenance struct {
 	// Lease is how one maintainer per table is chosen across pods:
 	// DefaultMaintenanceLease (Kafka group membership) or "none".
 	Lease string `yaml:"lease"`
+}
+
+// IdleCompaction returns maintenance.idleCompactionMinutes as a
+// duration; 0 is no idle compaction.
+func (c *Config) IdleCompaction() time.Duration {
+	return time.Duration(c.Maintenance.IdleCompactionMinutes * float64(time.Minute))
 }
 
 // MaintenanceInterval returns maintenance.intervalSeconds as a duration.

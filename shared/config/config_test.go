@@ -275,3 +275,29 @@ func TestMaintenanceEnabled(t *testing.T) {
 		t.Errorf("a negative interval: error %v, want one naming maintenance.intervalSeconds", err)
 	}
 }
+
+// maintenance.idleCompactionMinutes is 15 unless the file sets it; 0
+// switches idle compaction off; a negative value is an error naming it.
+func TestIdleCompactionMinutes(t *testing.T) {
+	base := "ingestion: {wal: {dir: /w}}\nkafka: {brokers: [\"k:9092\"]}\ncatalog: {name: c, type: sql}\n" +
+		"datasets: [{name: d, topic: t, table: n.t, customMapping: {id: id}}]\n"
+	for name, tc := range map[string]struct {
+		doc  string
+		want time.Duration
+	}{
+		"left out":     {base, 15 * time.Minute},
+		"set":          {base + "maintenance: {idleCompactionMinutes: 0.5}\n", 30 * time.Second},
+		"switched off": {base + "maintenance: {idleCompactionMinutes: 0}\n", 0},
+	} {
+		c, err := Parse([]byte(tc.doc))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := c.IdleCompaction(); got != tc.want {
+			t.Errorf("%s: idle compaction after %v, want %v", name, got, tc.want)
+		}
+	}
+	if _, err := Parse([]byte(base + "maintenance: {idleCompactionMinutes: -1}\n")); err == nil || !strings.Contains(err.Error(), "maintenance.idleCompactionMinutes") {
+		t.Errorf("a negative idle time: error %v, want one naming maintenance.idleCompactionMinutes", err)
+	}
+}

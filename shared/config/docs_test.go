@@ -314,6 +314,7 @@ func TestDocsDefaults(t *testing.T) {
 		"maintenance.compactionFanIn":               DefaultMaintenanceCompactionFanIn,
 		"maintenance.maxSnapshots":                  DefaultMaintenanceMaxSnapshots,
 		"maintenance.orphanAgeHours":                DefaultMaintenanceOrphanAgeHours,
+		"maintenance.idleCompactionMinutes":         DefaultMaintenanceIdleCompactionMinutes,
 		"maintenance.lease":                         DefaultMaintenanceLease,
 	}
 	if n := len(defaultConstants(t)); n != len(constants) {

@@ -41,6 +41,8 @@ func Parse(doc []byte) (*Config, error) {
 		CompactionFanIn: DefaultMaintenanceCompactionFanIn,
 		MaxSnapshots:    DefaultMaintenanceMaxSnapshots,
 		OrphanAgeHours:  DefaultMaintenanceOrphanAgeHours,
+
+		IdleCompactionMinutes: DefaultMaintenanceIdleCompactionMinutes,
 	}}
 	if len(root.Content) == 0 {
 		return nil, &KeyError{Problem: "empty configuration"}
@@ -253,6 +255,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Maintenance.CompactionFanIn < 0 || c.Maintenance.CompactionFanIn == 1 {
 		bad("maintenance.compactionFanIn", "must be at least 2, got %v", c.Maintenance.CompactionFanIn)
+	}
+	if c.Maintenance.IdleCompactionMinutes < 0 {
+		bad("maintenance.idleCompactionMinutes", "must be positive or 0 (no idle compaction), got %v", c.Maintenance.IdleCompactionMinutes)
 	}
 	if l := c.Maintenance.Lease; l != "" && l != "kafka" && l != "none" {
 		bad("maintenance.lease", "must be kafka or none, got %q", l)
