@@ -1,12 +1,17 @@
 package maintainer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"math"
+	"path"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
@@ -59,11 +64,21 @@ func level(size, target int64, fanIn int) int {
 	return int(math.Floor(math.Log(half/float64(size)) / math.Log(float64(fanIn))))
 }
 
+// compactionGroup is one group of files that compaction merges into one.
+type compactionGroup struct {
+	table.CompactionTaskGroup
+	// idle marks an idle merge (planIdle), whose file is named
+	// IdleCompactedPrefix.
+	idle bool
+}
+
 // planCompaction plans the small-file compaction of tbl, per partition
 // and level: a level with fanIn files or more in a partition is bin-packed
-// toward the target size, each bin one group, one output file. It returns
-// no group while no partition has fanIn files of one level.
-func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]table.CompactionTaskGroup, compactionPlan, error) {
+// toward the target size, each bin one group, one output file. A
+// partition that has received no file for maintenance.idleCompactionMinutes
+// and has no such group gets an idle merge instead (planIdle). It returns
+// no group while no partition has fanIn files of one level or is idle.
+func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]compactionGroup, compactionPlan, error) {
 	var p compactionPlan
 	fanIn := m.cfg.Maintenance.CompactionFanIn
 	if fanIn < 2 || tbl.CurrentSnapshot() == nil {
@@ -96,7 +111,7 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]ta
 		DeleteFileThreshold: math.MaxInt32,
 		PackingLookback:     compaction.DefaultPackingLookback,
 	}
-	var groups []table.CompactionTaskGroup
+	var groups []compactionGroup
 	for l := 0; len(groups) < maxCompactGroups && l <= 64; l++ {
 		if len(byLevel[l]) < fanIn {
 			continue
@@ -109,10 +124,170 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]ta
 			if len(groups) == maxCompactGroups {
 				break
 			}
-			groups = append(groups, table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes})
+			groups = append(groups, compactionGroup{CompactionTaskGroup: table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}})
 		}
 	}
+	idle, err := m.planIdle(tbl, tasks, groups, target, fanIn)
+	if err != nil {
+		return nil, p, err
+	}
+	for _, g := range idle {
+		if len(groups) == maxCompactGroups {
+			break
+		}
+		groups = append(groups, g)
+	}
 	return groups, p, nil
+}
+
+// planIdle plans the idle merges of tbl: one group for each partition
+// whose newest live data file (an append's, or a compaction's output) is
+// older than maintenance.idleCompactionMinutes and that holds two or more
+// small files without deletes, none of them in a group of planned. The
+// fan-in leaves up to fanIn-1 small files per level in a partition that
+// stops receiving (yesterday's day, a quiet tenant) for ever; this merges
+// them into one.
+//
+// Each byte has at most one idle merge on top of its fan-in merges: the
+// output is named IdleCompactedPrefix, and such a file goes into another
+// idle merge only where the merge lifts it at least one level, which a
+// fan-in merge would do too. Without that rule a quiet tenant's idle
+// output would be rewritten at every idle spell, each time with a file or
+// two more. The smallest files go first, up to the target size, so the
+// merge is one file.
+func (m *Maintainer) planIdle(tbl *table.Table, tasks []table.FileScanTask, planned []compactionGroup, target int64, fanIn int) ([]compactionGroup, error) {
+	idleAfter := m.cfg.IdleCompaction()
+	if idleAfter <= 0 {
+		return nil, nil
+	}
+	inGroup := map[string]bool{}
+	for _, g := range planned {
+		for _, t := range g.Tasks {
+			inGroup[t.File.FilePath()] = true
+		}
+	}
+	type partition struct {
+		newest time.Time
+		busy   bool // some of its files are in a fan-in group
+		small  []table.FileScanTask
+	}
+	now := m.now()
+	addedAt := addTimes(tbl, now)
+	parts := map[string]*partition{}
+	var keys []string
+	for _, t := range tasks {
+		key, err := partitionKey(t.File)
+		if err != nil {
+			return nil, err
+		}
+		p := parts[key]
+		if p == nil {
+			p = &partition{}
+			parts[key] = p
+			keys = append(keys, key)
+		}
+		p.newest = maxTime(p.newest, addedAt(t))
+		switch {
+		case inGroup[t.File.FilePath()]:
+			p.busy = true
+		case t.File.FileSizeBytes() < target/2 && !tables.HasDeletes(t):
+			p.small = append(p.small, t)
+		}
+	}
+	var groups []compactionGroup
+	for _, key := range keys {
+		p := parts[key]
+		if p.busy || len(p.small) < 2 || now.Sub(p.newest) < idleAfter {
+			continue
+		}
+		if g := idleGroup(p.small, target, fanIn); len(g) >= 2 {
+			var size int64
+			for _, t := range g {
+				size += t.File.FileSizeBytes()
+			}
+			groups = append(groups, compactionGroup{
+				CompactionTaskGroup: table.CompactionTaskGroup{PartitionKey: key, Tasks: g, TotalSizeBytes: size},
+				idle:                true,
+			})
+		}
+	}
+	return groups, nil
+}
+
+// idleGroup picks the files of one idle merge from a partition's small
+// files: the smallest first while their sum stays within the target,
+// then, until nothing changes, without the outputs of earlier idle merges
+// that the merge would not lift a level.
+func idleGroup(small []table.FileScanTask, target int64, fanIn int) []table.FileScanTask {
+	small = slices.Clone(small)
+	slices.SortFunc(small, func(a, b table.FileScanTask) int {
+		return cmp.Compare(a.File.FileSizeBytes(), b.File.FileSizeBytes())
+	})
+	var g []table.FileScanTask
+	var sum int64
+	for _, t := range small {
+		if len(g) >= 2 && sum+t.File.FileSizeBytes() > target {
+			break
+		}
+		g = append(g, t)
+		sum += t.File.FileSizeBytes()
+	}
+	for {
+		out := level(sum, target, fanIn)
+		kept := g[:0:0]
+		sum = 0
+		for _, t := range g {
+			if isIdleOutput(t.File) && level(t.File.FileSizeBytes(), target, fanIn) <= out {
+				continue
+			}
+			kept = append(kept, t)
+			sum += t.File.FileSizeBytes()
+		}
+		if len(kept) == len(g) {
+			return g
+		}
+		g = kept
+	}
+}
+
+// isIdleOutput reports whether f was written by an idle merge.
+func isIdleOutput(f iceberg.DataFile) bool {
+	return strings.HasPrefix(path.Base(f.FilePath()), IdleCompactedPrefix)
+}
+
+// partitionKey tells the partitions of a table apart, across its specs.
+func partitionKey(f iceberg.DataFile) (string, error) {
+	part, err := tables.EncodePartition(f.Partition())
+	if err != nil {
+		return "", fmt.Errorf("partition of %s: %w", f.FilePath(), err)
+	}
+	return fmt.Sprintf("%d/%s", f.SpecID(), part), nil
+}
+
+// addTimes returns a function giving the time a live file was added at
+// the latest: the commit time of the kept snapshot with the smallest
+// sequence number at or above the file's data sequence number. That is
+// the snapshot that added it, or, once that one has expired, a later one.
+// A file whose time cannot be told counts as added now.
+func addTimes(tbl *table.Table, now time.Time) func(table.FileScanTask) time.Time {
+	snaps := slices.Clone(tbl.Metadata().Snapshots())
+	slices.SortFunc(snaps, func(a, b table.Snapshot) int { return cmp.Compare(a.SequenceNumber, b.SequenceNumber) })
+	return func(t table.FileScanTask) time.Time {
+		if t.DataSequenceNumber != nil {
+			i, _ := slices.BinarySearchFunc(snaps, *t.DataSequenceNumber, func(s table.Snapshot, seq int64) int { return cmp.Compare(s.SequenceNumber, seq) })
+			if i < len(snaps) {
+				return time.UnixMilli(snaps[i].TimestampMs)
+			}
+		}
+		return now // never idle on a guess
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // compact is the compaction step: it plans the groups, writes each
@@ -122,6 +297,8 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]ta
 // right after its next append (tables.ApplyHandoff), so the replace never
 // races an append of its own pod, and an append never waits for it. The
 // slow part, reading and writing data, is done here, once.
+//
+// The groups are fan-in merges and idle merges (planCompaction).
 //
 // While a note of the dataset waits for the committer, no new group is
 // planned: the files it replaces are still live, and would be planned

@@ -24,7 +24,11 @@
 //   - compacts small files per partition and size level (compact.go):
 //     maintenance.compactionFanIn files of one level merge into one a
 //     level up, so a byte is rewritten once per level, not at every
-//     merge. Each group's file is written by rewrite.go: the group's files
+//     merge. A partition that has received no file for
+//     maintenance.idleCompactionMinutes has its small files merged into
+//     one whatever the fan-in (an idle merge, compacted-idle-*.parquet),
+//     at most once per byte unless the merge lifts it a level. Files
+//     with deletes are never compacted. Each group's file is written by rewrite.go: the group's files
 //     read once (a small one in one request, wholeread.go), their rows
 //     written with the consumer's Parquet settings (shared/parquetfmt)
 //     and the table schema's field ids, as one sorted

@@ -31,6 +31,11 @@ const rowGroupRows = 256 << 10
 // the uploader's segments (<uuid>.parquet).
 const CompactedPrefix = "compacted-"
 
+// IdleCompactedPrefix starts the object name of the files an idle merge
+// writes (compact.go): the name, kept in the table's metadata, is what
+// tells a later pass that their bytes have had their one idle merge.
+const IdleCompactedPrefix = CompactedPrefix + "idle-"
+
 // compacted is one group's rewrite: the files it replaces and the one
 // file that holds their rows.
 type compacted struct {
@@ -47,7 +52,7 @@ type compacted struct {
 // Parquet settings (parquetfmt) and the table schema's field ids, in the
 // table's sort order where it has one. Nothing is committed: the file is
 // an orphan until the replace that refers to it lands.
-func compactGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskGroup) (compacted, error) {
+func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup) (compacted, error) {
 	var c compacted
 	var rows int64
 	sizes := make(map[string]int64, len(g.Tasks))
@@ -79,7 +84,11 @@ func compactGroup(ctx context.Context, tbl *table.Table, g table.CompactionTaskG
 	if err != nil {
 		return c, fmt.Errorf("location provider: %w", err)
 	}
-	location := lp.NewDataLocation(CompactedPrefix + uuid.NewString() + ".parquet")
+	prefix := CompactedPrefix
+	if g.idle {
+		prefix = IdleCompactedPrefix
+	}
+	location := lp.NewDataLocation(prefix + uuid.NewString() + ".parquet")
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return c, err
