@@ -37,6 +37,7 @@ func runBench(args []string) int {
 	fs.IntVar(&o.SoakCheckpoints, "soak-checkpoints", soak.SoakCheckpoints, "soak run: checkpoints besides the one at the end")
 	maintenance := fs.Bool("maintenance", true, "write maintenance.enabled into the configuration (only when given)")
 	fs.Float64Var(&o.MaintenanceIntervalSeconds, "maintenance-interval-seconds", 0, fmt.Sprintf("maintenance.intervalSeconds, written with --maintenance=true (soak run: %gs unless given)", soak.MaintenanceIntervalSeconds))
+	fs.Float64Var(&o.IdleCompactionMinutes, "idle-compaction-minutes", 0, fmt.Sprintf("maintenance.idleCompactionMinutes, written with --maintenance=true (soak run: %g min unless given)", soak.IdleCompactionMinutes))
 	if err := fs.Parse(args); err != nil {
 		return flagsExit(err) // the flag package printed why
 	}
@@ -55,6 +56,7 @@ func runBench(args []string) int {
 			"max-file-age-minutes":         func() { o.MaxFileAgeMinutes = soak.MaxFileAgeMinutes },
 			"timeout":                      func() { o.Timeout = soak.Timeout },
 			"maintenance-interval-seconds": func() { o.MaintenanceIntervalSeconds = soak.MaintenanceIntervalSeconds },
+			"idle-compaction-minutes":      func() { o.IdleCompactionMinutes = soak.IdleCompactionMinutes },
 		} {
 			if !set[name] {
 				apply()

@@ -418,6 +418,16 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 		}
 	}
 
+	// A soak with idle compaction runs on until the partitions are idle
+	// and a few passes have merged them, as the end of a day would.
+	if b.soakState != nil && b.o.Maintenance != nil && *b.o.Maintenance && b.o.IdleCompactionMinutes > 0 {
+		wait := time.Duration((b.o.IdleCompactionMinutes*60+5*b.o.MaintenanceIntervalSeconds+3*b.o.CommitIntervalSeconds)*float64(time.Second)) + 5*time.Second
+		b.say("%4.0fs soak: waiting %s for the idle partitions' compaction", time.Since(t0).Seconds(), wait.Round(time.Second))
+		if err := b.sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+
 	// Why the segments rotated so far (size, age, ...); the drain adds
 	// its own, "shutdown", after this.
 	var rotations map[string]float64

@@ -263,8 +263,9 @@ func TestConfigYAMLMaintenance(t *testing.T) {
 	for _, v := range []bool{true, false} {
 		want := "\nmaintenance: {enabled: false}\n"
 		if v {
-			// Upkeep fast-forwarded with the commits.
-			want = "\nmaintenance: {enabled: true, intervalSeconds: 0.54}\n"
+			// Upkeep fast-forwarded with the commits, idle
+			// compaction's 15 minutes too.
+			want = "\nmaintenance: {enabled: true, intervalSeconds: 0.54, idleCompactionMinutes: 0.135}\n"
 		}
 		y := render(&v)
 		if !strings.Contains(y, want) {

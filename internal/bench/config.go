@@ -49,8 +49,15 @@ func configYAML(s setup) string {
 	// The key goes in only when asked for: the configuration is strict,
 	// so an ingestor without a maintainer would refuse it.
 	switch {
-	case s.opts.Maintenance != nil && *s.opts.Maintenance && s.opts.MaintenanceIntervalSeconds > 0:
-		fmt.Fprintf(&b, "maintenance: {enabled: true, intervalSeconds: %g}\n", s.opts.MaintenanceIntervalSeconds)
+	case s.opts.Maintenance != nil && *s.opts.Maintenance && (s.opts.MaintenanceIntervalSeconds > 0 || s.opts.IdleCompactionMinutes > 0):
+		fmt.Fprintf(&b, "maintenance: {enabled: true")
+		if s.opts.MaintenanceIntervalSeconds > 0 {
+			fmt.Fprintf(&b, ", intervalSeconds: %g", s.opts.MaintenanceIntervalSeconds)
+		}
+		if s.opts.IdleCompactionMinutes > 0 {
+			fmt.Fprintf(&b, ", idleCompactionMinutes: %g", s.opts.IdleCompactionMinutes)
+		}
+		fmt.Fprintf(&b, "}\n")
 	case s.opts.Maintenance != nil:
 		fmt.Fprintf(&b, "maintenance: {enabled: %t}\n", *s.opts.Maintenance)
 	}

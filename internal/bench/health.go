@@ -51,6 +51,12 @@ type Health struct {
 	Partitions                int   `json:"partitions"`
 	SmallFiles                int   `json:"small_files"`
 	SmallFilesMaxPerPartition int   `json:"small_files_max_per_partition"`
+	// FilesPerPartition is DataFiles over Partitions, FilesMaxPerPartition
+	// the files of the partition that holds the most; SmallFilesPct is
+	// SmallFiles in percent of DataFiles.
+	FilesPerPartition    float64 `json:"files_per_partition"`
+	FilesMaxPerPartition int     `json:"files_max_per_partition"`
+	SmallFilesPct        float64 `json:"small_files_pct"`
 
 	// CommitP50Ms and CommitP95Ms are the committer's append durations
 	// (its "committed" log lines) over the CommitsInWindow appends since
@@ -150,7 +156,7 @@ func tableHealth(ctx context.Context, tbl *table.Table, list lister, part tenant
 	}
 	var sizes []int64
 	small := map[string]int{}
-	partitions := map[string]bool{}
+	partitions := map[string]int{}
 	if cur := tbl.CurrentSnapshot(); cur != nil {
 		manifests, err := cur.Manifests(fsys)
 		if err != nil {
@@ -170,7 +176,7 @@ func tableHealth(ctx context.Context, tbl *table.Table, list lister, part tenant
 				sizes = append(sizes, df.FileSizeBytes())
 				h.DataBytes += df.FileSizeBytes()
 				key := partitionKey(df.Partition())
-				partitions[key] = true
+				partitions[key]++
 				if df.FileSizeBytes() < h.TargetFileSizeBytes/2 {
 					small[key]++
 				}
@@ -184,6 +190,15 @@ func tableHealth(ctx context.Context, tbl *table.Table, list lister, part tenant
 	for _, n := range small {
 		h.SmallFiles += n
 		h.SmallFilesMaxPerPartition = max(h.SmallFilesMaxPerPartition, n)
+	}
+	for _, n := range partitions {
+		h.FilesMaxPerPartition = max(h.FilesMaxPerPartition, n)
+	}
+	if h.Partitions > 0 {
+		h.FilesPerPartition = round(float64(h.DataFiles)/float64(h.Partitions), 1)
+	}
+	if h.DataFiles > 0 {
+		h.SmallFilesPct = round(100*float64(h.SmallFiles)/float64(h.DataFiles), 1)
 	}
 
 	start := time.Now()

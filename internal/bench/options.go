@@ -60,6 +60,12 @@ type Options struct {
 	// MaintenanceIntervalSeconds, when > 0 and Maintenance is true, is
 	// written as maintenance.intervalSeconds.
 	MaintenanceIntervalSeconds float64
+	// IdleCompactionMinutes, when > 0 and Maintenance is true, is written
+	// as maintenance.idleCompactionMinutes; a soak run then also waits
+	// that long and a few passes more after the table holds every event,
+	// so that the partitions idle by then are merged, as they would be at
+	// the end of a day.
+	IdleCompactionMinutes float64
 }
 
 // Kafka keys of the records, Options.KafkaKey.

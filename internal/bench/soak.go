@@ -37,6 +37,9 @@ func SoakOptions() Options {
 	o.CommitIntervalSeconds = 0.18
 	o.MaxFileAgeMinutes = 0.01
 	o.MaintenanceIntervalSeconds = math.Round(1000*config.DefaultMaintenanceIntervalSeconds*o.CommitIntervalSeconds/config.DefaultCommitIntervalSeconds) / 1000
+	// The default 15 minutes of maintenance.idleCompactionMinutes,
+	// fast-forwarded alike: 8.1 s.
+	o.IdleCompactionMinutes = math.Round(1000*config.DefaultMaintenanceIdleCompactionMinutes*o.CommitIntervalSeconds/config.DefaultCommitIntervalSeconds) / 1000
 	o.SoakCheckpoints = 10
 	o.Timeout = 6 * time.Hour
 	return o
@@ -138,9 +141,9 @@ func (b *runner) checkpoint(ctx context.Context, t0 time.Time) error {
 	st.ledger.add(tbl)
 	st.ledger.fill(h, st.metric)
 	st.points = append(st.points, *h)
-	b.say("checkpoint %d commits: metadata.json %d B, metadata dir %d B (%d files), %d manifests, %d data files (p50 %d B, %d small, max %d in a partition), commit p50/p95 %.0f/%.0f ms, scan plan table %.0f ms, %s %.0f ms, write amplification %.2f",
+	b.say("checkpoint %d commits: metadata.json %d B, metadata dir %d B (%d files), %d manifests, %d data files (p50 %d B, %d small, max %d in a partition; %.1f files per partition of %d, max %d; %.1f %% small), commit p50/p95 %.0f/%.0f ms, scan plan table %.0f ms, %s %.0f ms, write amplification %.2f",
 		h.Commits, h.MetadataJSONBytes, h.MetadataDirBytes, h.MetadataDirFiles, h.Manifests, h.DataFiles,
-		h.FileSizeBytes["p50"], h.SmallFiles, h.SmallFilesMaxPerPartition, h.CommitP50Ms, h.CommitP95Ms,
+		h.FileSizeBytes["p50"], h.SmallFiles, h.SmallFilesMaxPerPartition, h.FilesPerPartition, h.Partitions, h.FilesMaxPerPartition, h.SmallFilesPct, h.CommitP50Ms, h.CommitP95Ms,
 		h.ScanPlanTableMs, h.ScanPartition, h.ScanPlanPartitionMs, h.WriteAmplification)
 	return nil
 }
