@@ -12,26 +12,29 @@ import (
 
 // Defaults named by the product specification.
 const (
-	DefaultCommitIntervalSeconds            = 20
-	DefaultDrainTimeoutSeconds              = 96
-	DefaultMaxFileSizeBytes                 = 64 << 20
-	DefaultMaxFileAgeMinutes                = 5
-	DefaultMaxOpenSegmentsPerPartition      = 256
-	DefaultDiskHighWatermarkPct             = 80
-	DefaultMetricsAddress                   = ":9400"
-	DefaultStartOffset                      = "earliest"
-	DefaultMaxRecordBytes                   = 1 << 20
-	DefaultMaxJSONDepth                     = 64
-	DefaultMemoryBudgetBytes                = 512 << 20
-	DefaultStallTimeoutSeconds              = 120
-	DefaultMaintenanceIntervalSeconds       = 60
-	DefaultMaintenanceMaxManifests          = 100
-	DefaultMaintenanceCompactionFanIn       = 8
-	DefaultMaintenanceMaxSnapshots          = 300
-	DefaultMaintenanceOrphanAgeHours        = 72
-	DefaultMaintenanceIdleCompactionMinutes = 15
-	DefaultMaintenanceLease                 = "kafka"
+	DefaultCommitIntervalSeconds       = 20
+	DefaultDrainTimeoutSeconds         = 96
+	DefaultMaxFileSizeBytes            = 64 << 20
+	DefaultMaxFileAgeMinutes           = 5
+	DefaultMaxOpenSegmentsPerPartition = 256
+	DefaultDiskHighWatermarkPct        = 80
+	DefaultMetricsAddress              = ":9400"
+	DefaultStartOffset                 = "earliest"
+	DefaultMaxRecordBytes              = 1 << 20
+	DefaultMaxJSONDepth                = 64
+	DefaultMemoryBudgetBytes           = 512 << 20
+	DefaultStallTimeoutSeconds         = 120
+	DefaultMaintenanceIntervalSeconds  = 60
+	DefaultMaintenanceMaxManifests     = 100
+	DefaultMaintenanceCompactionFanIn  = 8
+	DefaultMaintenanceMaxSnapshots     = 300
+	DefaultMaintenanceOrphanAgeHours   = 72
+	DefaultMaintenanceLease            = "kafka"
 )
+
+// DefaultMaintenanceIdleCompactionMinutes is maintenance.idleCompactionMinutes
+// where the file does not set it.
+const DefaultMaintenanceIdleCompactionMinutes = 15
 
 // Config is the whole configuration file.
 type Config struct {
