@@ -112,7 +112,7 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 	// committer applies it, and a note that waited past the margin
 	// (a committer down for days) must not find them deleted.
 	if !m.handoffWaiting(log, d.Name) && m.orphansDue(d.Name) {
-		if n, size, err := m.deleteOrphans(ctx, tbl); err != nil {
+		if n, size, err := m.deleteOrphans(ctx, cat, tbl); err != nil {
 			m.fail(ctx, log, d.Name, stepOrphans, err)
 		} else {
 			if n > 0 {
