@@ -176,7 +176,7 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 			log.Info("compaction step out of time; the next pass writes the remaining groups", "written", len(done), "groups", len(groups))
 			break
 		}
-		c, err := compactGroup(ctx, tbl, g)
+		c, err := compactGroup(ctx, tbl, g, m.bloomColumns(d))
 		if err != nil {
 			cleanup(done)
 			return p, fmt.Errorf("compact %d files of partition %s: %w", len(g.Tasks), g.PartitionKey, err)

@@ -50,7 +50,7 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 	// few at a time, so that they do not queue the committer's appends
 	// behind a burst of thousands at the store.
 	paced := func(t *table.Table) *table.Table {
-		return pacedDeletes(cat, t, m.metrics.expiredDeleted.WithLabelValues(d.Name))
+		return pacedDeletes(cat, t, m.metrics.expiredDeleted.WithLabelValues(d.Name), d.BloomFilterColumns...)
 	}
 	view := paced(tbl)
 	if next, err := m.retry(ctx, cat, view, func(t *table.Table, tx *table.Transaction) (bool, error) { return m.expire(t, tx) }, paced); err != nil {
