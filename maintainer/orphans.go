@@ -341,6 +341,7 @@ func (r *references) add(ctx context.Context, tbl *table.Table) error {
 	for i, s := range fresh {
 		r.name(s.ManifestList)
 		for _, mf := range lists[i] {
+			r.name(mf.FilePath())
 			if !r.manifests[mf.FilePath()] {
 				r.manifests[mf.FilePath()] = true
 				manifests = append(manifests, mf)

@@ -17,7 +17,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/icewal/ingestor/internal/devenv"
 	"github.com/icewal/ingestor/shared/bloom"
+	"github.com/icewal/ingestor/shared/storage"
 )
 
 // listHookIO runs after once the listing of the orphan cleanup has
@@ -157,9 +159,10 @@ func TestOrphanCleanupKeepsSidecarsOfStoredData(t *testing.T) {
 	if len(live) != 1 {
 		t.Fatalf("%d live files, want 1", len(live))
 	}
-	old := time.Now().Add(-96 * time.Hour)
+	// Every object of the table is four days old to the maintainer's
+	// clock, metadata included, but the segment waiting for its append.
+	old := time.Now()
 	livePath := strings.TrimPrefix(live[0].FilePath(), "file://")
-	age(t, livePath, old)
 	dataDir := filepath.Dir(livePath)
 	write := func(name string, at time.Time) string {
 		t.Helper()
@@ -174,7 +177,7 @@ func TestOrphanCleanupKeepsSidecarsOfStoredData(t *testing.T) {
 		return bloom.SidecarName(strings.TrimSuffix(data, ".parquet"), "note")
 	}
 	liveSidecar := write(filepath.Base(sidecarOf(livePath)), old)
-	waiting := write("0c5a8f0e-4a2b-4f59-9a55-0d1f4c1b7a10.parquet", time.Now())
+	waiting := write("0c5a8f0e-4a2b-4f59-9a55-0d1f4c1b7a10.parquet", time.Now().Add(96*time.Hour))
 	waitingSidecar := write(filepath.Base(sidecarOf(waiting)), old)
 	goneSidecar := write(filepath.Base(sidecarOf(filepath.Join(dataDir, "5e0b8f7c-27d4-4d44-8b4e-3a8e2c5b9f01.parquet"))), old)
 	orphan := write(CompactedPrefix+"left-by-a-crash.parquet", old)
@@ -182,6 +185,7 @@ func TestOrphanCleanupKeepsSidecarsOfStoredData(t *testing.T) {
 
 	m, _ := newMaintainer(t, cfg)
 	m.orphanAge = 72 * time.Hour
+	m.now = func() time.Time { return time.Now().Add(96 * time.Hour) }
 	m.pass(context.Background())
 	for _, p := range []string{livePath, liveSidecar, waiting, waitingSidecar} {
 		if _, err := os.Stat(p); err != nil {
@@ -198,6 +202,88 @@ func TestOrphanCleanupKeepsSidecarsOfStoredData(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.metrics.orphansKept.WithLabelValues("events", keptSidecar)); got != 1 {
 		t.Errorf("kept (sidecar) %v, want 1", got)
+	}
+	if got := ids(t, loadTable(t, cfg)); !slices.Equal(got, []int64{0}) {
+		t.Errorf("ids %v, want [0]", got)
+	}
+}
+
+// On Azure the same holds through the store's listing and a delete
+// conditional on the ETag listed: a live file and its sidecar stay, an
+// orphan stored again after the listing stays, a plain old orphan goes. Azure sets an object's time
+// itself, so the maintainer's clock is moved four days on instead.
+func TestOrphanCleanupOnAzure(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	a, err := devenv.StartAzurite(ctx, filepath.Join(dir, "azurite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Stop() })
+	if err := a.CreateContainer(ctx, "warehouse"); err != nil {
+		t.Fatal(err)
+	}
+	cat := sqliteCatalog(t, dir)
+	for k, v := range a.Properties() {
+		cat.Properties[k] = v
+	}
+	cat.Properties["warehouse"] = a.Location("warehouse", "wh")
+	cfg := wideConfig(dir, cat, nil)
+	cfg.Maintenance.CompactionFanIn = 0
+	appendNotes(t, cfg, []int64{0})
+	store := storage.Open(cat.Properties)
+	t.Cleanup(func() { store.(interface{ CloseIdleConnections() }).CloseIdleConnections() })
+	put := func(loc, body string) {
+		t.Helper()
+		if err := store.Put(ctx, loc, strings.NewReader(body), int64(len(body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(loc string) bool {
+		t.Helper()
+		rc, err := store.Get(ctx, loc)
+		if err != nil {
+			return false
+		}
+		rc.Close()
+		return true
+	}
+
+	m, _ := newMaintainer(t, cfg)
+	m.orphanAge = 72 * time.Hour
+	m.now = func() time.Time { return time.Now().Add(96 * time.Hour) }
+	icat, tbl := m.testTable(t)
+	live := liveFiles(t, tbl)[0].FilePath()
+	liveSidecar := bloom.SidecarName(strings.TrimSuffix(live, ".parquet"), "note")
+	put(liveSidecar, "sidecar")
+	dataDir := live[:strings.LastIndex(live, "/")]
+	orphan := dataDir + "/" + CompactedPrefix + "left-by-a-crash.parquet"
+	put(orphan, "orphan")
+	reuploaded := dataDir + "/7d0c2a4e-9b1f-4e8a-8c3d-5f6a7b8c9d0e.parquet"
+	put(reuploaded, "first upload")
+	appended := false
+	view := wrapFS(icat, tbl, func(_ context.Context, inner icebergio.IO) icebergio.IO {
+		return listHookIO{IO: inner, after: func() {
+			if !appended {
+				appended = true
+				put(reuploaded, "second upload")
+			}
+		}}
+	})
+	if _, _, err := m.deleteOrphans(ctx, icat, view); err != nil {
+		t.Fatal(err)
+	}
+	for _, loc := range []string{live, liveSidecar, reuploaded} {
+		if !exists(loc) {
+			t.Errorf("%s deleted", loc)
+		}
+	}
+	if exists(orphan) {
+		t.Errorf("old orphan %s not deleted", orphan)
+	}
+	if got := testutil.ToFloat64(m.metrics.orphansKept.WithLabelValues("events", keptChanged)); got != 1 {
+		t.Errorf("kept (changed) %v, want 1", got)
 	}
 	if got := ids(t, loadTable(t, cfg)); !slices.Equal(got, []int64{0}) {
 		t.Errorf("ids %v, want [0]", got)
