@@ -40,7 +40,9 @@
 //     the table is loaded again, and again before each batch of deletes:
 //     an object a commit names while the cleanup runs is never deleted,
 //     however old, and one stored again since the listing neither (on
-//     Azure the delete is conditional on the ETag listed).
+//     Azure the delete is conditional on the ETag listed). A segment
+//     whose ready file is in this pod's WAL directory is kept whatever
+//     its age; one waiting in another pod's is kept only by the margin.
 //
 // Bloom-filter sidecars (<uuid>.bloom.<column>, shared/bloom) are named by
 // no table metadata, so upkeep keeps them beside their data file by name:

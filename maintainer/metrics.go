@@ -106,7 +106,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"dataset"}),
 		orphansKept: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_maintainer_orphans_kept_total",
-			Help: "Objects older than maintenance.orphanAgeHours that the orphan cleanup kept although no metadata named them at its first look, by reason: committed (a commit named it after the listing), changed (written again after the listing), sidecar (a bloom-filter sidecar of a data file that is stored but not yet appended).",
+			Help: "Objects older than maintenance.orphanAgeHours that the orphan cleanup kept although no metadata named them at its first look, by reason: committed (a commit named it after the listing), changed (written again after the listing), sidecar (a bloom-filter sidecar of a data file that is stored but not yet appended), waiting (a segment whose ready file is in this pod's WAL directory, not yet appended).",
 		}, []string{"dataset", "reason"}),
 		expiredDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_maintainer_expired_files_deleted_total",
@@ -129,7 +129,7 @@ func (m *metrics) initDataset(name string) {
 	m.orphanFiles.WithLabelValues(name)
 	m.orphanBytes.WithLabelValues(name)
 	m.expiredDeleted.WithLabelValues(name)
-	for _, r := range []string{keptCommitted, keptChanged, keptSidecar} {
+	for _, r := range []string{keptCommitted, keptChanged, keptSidecar, keptWaiting} {
 		m.orphansKept.WithLabelValues(name, r)
 	}
 	for _, s := range []string{stepExpire, stepManifests, stepCompact, stepOrphans} {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/icewal/ingestor/shared/bloom"
 	"github.com/icewal/ingestor/shared/storage"
+	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // DefaultOrphanInterval is how often the orphan cleanup lists a table's
@@ -51,6 +52,9 @@ const (
 	// keptSidecar: a bloom-filter sidecar whose data file no metadata
 	// names yet but is stored, a segment waiting for its append.
 	keptSidecar = "sidecar"
+	// keptWaiting: a segment whose ready file is in this pod's WAL
+	// directory: uploaded, not yet appended (a committer outage).
+	keptWaiting = "waiting"
 )
 
 // listedObject is one object of the cleanup's listing.
@@ -94,10 +98,12 @@ type listedObject struct {
 // sidecar whose data file went in this pass is deleted then, since its
 // data file is neither named nor stored any more.
 //
-// The margin still matters for what no commit names yet: a segment the
-// uploader stored and the committer has not appended is an orphan to
-// this cleanup once past the margin. The committer checks each object
-// before its append and has a missing one uploaded again.
+// Nor a segment waiting for its append in this pod's WAL directory (a
+// ready file whose object is stored, the committer down for longer than
+// the margin): it is kept by its name, whatever its age. A segment
+// waiting in another pod's WAL directory is out of this maintainer's
+// sight: past the margin it is an orphan to this cleanup, so the margin
+// must still outlast a committer outage there.
 func (m *Maintainer) deleteOrphans(ctx context.Context, cat catalog.Catalog, tbl *table.Table) (int, int64, error) {
 	dataset := m.datasetOf(tbl)
 	log := m.log.With("dataset", dataset, "table", strings.Join(tbl.Identifier(), "."))
@@ -144,6 +150,14 @@ func (m *Maintainer) deleteOrphans(ctx context.Context, cat catalog.Catalog, tbl
 	// Data files before sidecars: a sidecar's fate depends on whether its
 	// data file is deleted in this pass.
 	old = append(old, sidecars...)
+	// The segments of this pod's WAL directory, read after the listing
+	// and before the reload: a ready file the committer appends and
+	// deletes in between is named at the reload; one still on disk is
+	// waiting for its append, whatever its object's age, and kept.
+	waiting, err := m.localSegments()
+	if err != nil {
+		return 0, 0, err
+	}
 
 	store := storage.Open(m.cfg.Catalog.Properties)
 	if c, ok := store.(interface{ CloseIdleConnections() }); ok {
@@ -168,6 +182,10 @@ func (m *Maintainer) deleteOrphans(ctx context.Context, cat catalog.Catalog, tbl
 				if gen > 0 {
 					m.kept(log, dataset, o, keptCommitted)
 				}
+				continue
+			}
+			if waiting[path.Base(o.location)] {
+				m.kept(log, dataset, o, keptWaiting)
 				continue
 			}
 			if o.sidecar != "" {
@@ -223,6 +241,23 @@ func (m *Maintainer) deleteObject(ctx context.Context, fsys icebergio.IO, store 
 		return fmt.Errorf("delete orphan %s: %w", o.location, err)
 	}
 	return nil
+}
+
+// localSegments returns the object names (<uuid>.parquet) of the
+// segments in the WAL directory, ready or uploaded: their local file is
+// the only copy of their rows until the committer's append.
+func (m *Maintainer) localSegments() (map[string]bool, error) {
+	files, err := walfile.List(m.dir)
+	if err != nil {
+		return nil, fmt.Errorf("segments waiting in the WAL directory: %w", err)
+	}
+	out := map[string]bool{}
+	for _, f := range files {
+		if f.State == walfile.Ready || f.State == walfile.Uploaded {
+			out[f.UUID.String()+walfile.SegmentExt] = true
+		}
+	}
+	return out, nil
 }
 
 // kept counts and logs an old object the cleanup did not delete for

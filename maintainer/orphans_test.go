@@ -15,11 +15,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icewal/ingestor/internal/devenv"
 	"github.com/icewal/ingestor/shared/bloom"
 	"github.com/icewal/ingestor/shared/storage"
+	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // listHookIO runs after once the listing of the orphan cleanup has
@@ -148,7 +150,9 @@ func TestOrphanCleanupKeepsWhatACommitNamesAfterItsListing(t *testing.T) {
 // live data file older than the margin stays, and so does the sidecar of
 // a stored data file no metadata names yet (a segment waiting for its
 // append); the sidecar of a data file that is gone, and the sidecar of an
-// old orphan data file deleted in the same pass, go.
+// old orphan data file deleted in the same pass, go. A segment whose
+// ready file is still in the WAL directory stays, however old its
+// object: the committer has not appended it yet.
 func TestOrphanCleanupKeepsSidecarsOfStoredData(t *testing.T) {
 	dir := t.TempDir()
 	cfg := wideConfig(dir, sqliteCatalog(t, dir), nil)
@@ -182,12 +186,20 @@ func TestOrphanCleanupKeepsSidecarsOfStoredData(t *testing.T) {
 	goneSidecar := write(filepath.Base(sidecarOf(filepath.Join(dataDir, "5e0b8f7c-27d4-4d44-8b4e-3a8e2c5b9f01.parquet"))), old)
 	orphan := write(CompactedPrefix+"left-by-a-crash.parquet", old)
 	orphanSidecar := write(filepath.Base(sidecarOf(orphan)), old)
+	// A segment uploaded four days ago whose ready file is still in the
+	// WAL directory: the committer has been down since.
+	seg := walfile.Name{State: walfile.Ready, Topic: "events", Partition: 0, Start: 0, End: 9, UUID: uuid.New()}
+	if err := os.WriteFile(filepath.Join(cfg.Ingestion.WAL.Dir, seg.String()), []byte("rows"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	segment := write(seg.UUID.String()+".parquet", old)
+	segmentSidecar := write(filepath.Base(sidecarOf(segment)), old)
 
 	m, _ := newMaintainer(t, cfg)
 	m.orphanAge = 72 * time.Hour
 	m.now = func() time.Time { return time.Now().Add(96 * time.Hour) }
 	m.pass(context.Background())
-	for _, p := range []string{livePath, liveSidecar, waiting, waitingSidecar} {
+	for _, p := range []string{livePath, liveSidecar, waiting, waitingSidecar, segment, segmentSidecar} {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s deleted: %v", filepath.Base(p), err)
 		}
@@ -200,8 +212,11 @@ func TestOrphanCleanupKeepsSidecarsOfStoredData(t *testing.T) {
 	if got := testutil.ToFloat64(m.metrics.orphanFiles.WithLabelValues("events")); got != 3 {
 		t.Errorf("orphans deleted %v, want 3", got)
 	}
-	if got := testutil.ToFloat64(m.metrics.orphansKept.WithLabelValues("events", keptSidecar)); got != 1 {
-		t.Errorf("kept (sidecar) %v, want 1", got)
+	if got := testutil.ToFloat64(m.metrics.orphansKept.WithLabelValues("events", keptSidecar)); got != 2 {
+		t.Errorf("kept (sidecar) %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.metrics.orphansKept.WithLabelValues("events", keptWaiting)); got != 1 {
+		t.Errorf("kept (waiting) %v, want 1", got)
 	}
 	if got := ids(t, loadTable(t, cfg)); !slices.Equal(got, []int64{0}) {
 		t.Errorf("ids %v, want [0]", got)
