@@ -164,6 +164,10 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 		for _, c := range cs {
 			if err := fs.Remove(c.added.FilePath()); err != nil {
 				log.Warn("delete an unused compacted file; the orphan cleanup deletes it later", "file", c.added.FilePath(), "err", err)
+				continue // its sidecars stay with it
+			}
+			for _, s := range c.sidecars {
+				_ = fs.Remove(s) // else the orphan cleanup's, its data file gone
 			}
 		}
 	}
