@@ -83,7 +83,17 @@ type listedObject struct {
 // written again since the listing (the uploader's retry of the same
 // name) is kept too: on Azure the delete carries If-Match with the ETag
 // the listing saw, elsewhere the object's time is looked at again just
-// before the delete.
+// before the delete. What remains is the time between a batch's load and
+// its deletes, a few requests: an append that lands just then naming an
+// old object of the batch is the one case the loads cannot see, which
+// the next paragraph and the margin cover.
+//
+// Nor a segment waiting for its append in this pod's WAL directory (a
+// ready file whose object is stored, the committer down for longer than
+// the margin): it is kept by its name, whatever its age. A segment
+// waiting in another pod's WAL directory is out of this maintainer's
+// sight: past the margin it is an orphan to this cleanup, so the margin
+// must still outlast a committer outage there.
 //
 // Sidecars (<id>.bloom.<column>, shared/bloom) are named by no metadata:
 // one is kept while its data file <id>.parquet is named by the table or
@@ -97,13 +107,6 @@ type listedObject struct {
 // some orphans and their sidecars, which the next cleanup deletes; a
 // sidecar whose data file went in this pass is deleted then, since its
 // data file is neither named nor stored any more.
-//
-// Nor a segment waiting for its append in this pod's WAL directory (a
-// ready file whose object is stored, the committer down for longer than
-// the margin): it is kept by its name, whatever its age. A segment
-// waiting in another pod's WAL directory is out of this maintainer's
-// sight: past the margin it is an orphan to this cleanup, so the margin
-// must still outlast a committer outage there.
 func (m *Maintainer) deleteOrphans(ctx context.Context, cat catalog.Catalog, tbl *table.Table) (int, int64, error) {
 	dataset := m.datasetOf(tbl)
 	log := m.log.With("dataset", dataset, "table", strings.Join(tbl.Identifier(), "."))
