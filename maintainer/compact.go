@@ -345,6 +345,10 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 		for _, c := range cs {
 			if err := fs.Remove(c.added.FilePath()); err != nil {
 				log.Warn("delete an unused compacted file; the orphan cleanup deletes it later", "file", c.added.FilePath(), "err", err)
+				continue // its sidecars stay with it
+			}
+			for _, s := range c.sidecars {
+				_ = fs.Remove(s) // else the orphan cleanup's, its data file gone
 			}
 		}
 	}
@@ -357,7 +361,7 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 			log.Info("compaction step out of time; the next pass writes the remaining groups", "written", len(done), "groups", len(groups))
 			break
 		}
-		c, err := compactGroup(ctx, tbl, g)
+		c, err := compactGroup(ctx, tbl, g, m.bloomColumns(d))
 		if err != nil {
 			cleanup(done)
 			return p, fmt.Errorf("compact %d files of partition %s: %w", len(g.Tasks), g.PartitionKey, err)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strings"
 	"sync"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/icewal/ingestor/shared/bloom"
 )
 
 // expiryDeleteConcurrency bounds the objects deleted at once after an
@@ -28,13 +31,17 @@ const expiryDeleteConcurrency = 2
 // objects at a time and counts them in deleted. Reads and writes pass
 // through. The tables a commit of it returns keep that IO; withFS gives
 // them the original one back.
-func pacedDeletes(cat table.CatalogIO, tbl *table.Table, deleted prometheus.Counter) *table.Table {
+//
+// With bloom-filter columns, each data file deleted takes its sidecars
+// (<id>.bloom.<column>) with it, right after it: no metadata names them,
+// and a sidecar left would wait for the orphan cleanup.
+func pacedDeletes(cat table.CatalogIO, tbl *table.Table, deleted prometheus.Counter, bloomColumns ...string) *table.Table {
 	return wrapFS(cat, tbl, func(ctx context.Context, inner icebergio.IO) icebergio.IO {
 		w, ok := inner.(icebergio.WriteFileIO)
 		if !ok {
 			return inner // a commit needs writes: it fails as it would without this
 		}
-		return &pacedIO{WriteFileIO: w, ctx: ctx, deleted: deleted}
+		return &pacedIO{WriteFileIO: w, ctx: ctx, deleted: deleted, bloomColumns: bloomColumns}
 	})
 }
 
@@ -65,6 +72,9 @@ type pacedIO struct {
 	// cleanup: the expiry is committed, so no metadata refers to them.
 	ctx     context.Context
 	deleted prometheus.Counter
+	// bloomColumns are the dataset's bloomFilterColumns: the sidecars a
+	// deleted data file may have.
+	bloomColumns []string
 }
 
 // Remove deletes one object, unless the commit's context is done.
@@ -89,6 +99,23 @@ func (p *pacedIO) remove(path string) error {
 	return nil
 }
 
+// removeSidecars deletes the bloom-filter sidecars of the data file at
+// path, if it is one; a missing sidecar (a column configured after the
+// file was written) counts as deleted.
+func (p *pacedIO) removeSidecars(path string) error {
+	base, ok := strings.CutSuffix(path, ".parquet")
+	if !ok {
+		return nil
+	}
+	var errs error
+	for _, col := range p.bloomColumns {
+		if err := p.remove(bloom.SidecarName(base, col)); err != nil {
+			errs = errors.Join(errs, err)
+		}
+	}
+	return errs
+}
+
 // DeleteFiles deletes paths, expiryDeleteConcurrency at a time. A missing
 // object counts as deleted (io.BulkRemovableIO's contract); the others'
 // errors are joined, and those objects are left to the orphan cleanup.
@@ -106,7 +133,15 @@ func (p *pacedIO) DeleteFiles(ctx context.Context, paths []string) ([]string, er
 			defer wg.Done()
 			for path := range next {
 				err := p.remove(path)
+				var serr error
+				if err == nil {
+					// Dying between the data file and its sidecars leaves
+					// sidecars of a data file that is gone: the orphan
+					// cleanup deletes them.
+					serr = p.removeSidecars(path)
+				}
 				mu.Lock()
+				errs = errors.Join(errs, serr)
 				if err != nil {
 					errs = errors.Join(errs, err)
 				} else {

@@ -40,7 +40,24 @@
 //   - deletes orphans (orphans.go), hourly: objects under the table's
 //     location that no metadata refers to, older than
 //     maintenance.orphanAgeHours, which is what protects the uploader's
-//     segments waiting for their append.
+//     segments waiting for their append. The listing comes first, then
+//     the table is loaded again, and again before each batch of deletes:
+//     an object a commit names while the cleanup runs is never deleted,
+//     however old, and one stored again since the listing neither (on
+//     Azure the delete is conditional on the ETag listed). A segment
+//     whose ready file is in this pod's WAL directory is kept whatever
+//     its age; one waiting in another pod's is kept only by the margin.
+//
+// Bloom-filter sidecars (<uuid>.bloom.<column>, shared/bloom) are named by
+// no table metadata, so upkeep keeps them beside their data file by name:
+// the orphan cleanup keeps a sidecar while its data file is named by the
+// table or still stored (a segment waiting for its append, a compacted
+// file whose hand-off waits) and deletes it once the data file is gone;
+// compaction writes the compacted file's sidecars, filled while its rows
+// are written, before the hand-off; the expiry's deletes take each
+// deleted data file's sidecars right after it (deletes.go). A crash
+// between a data file and its sidecars leaves sidecars of a data file
+// that is gone, which the next orphan cleanup deletes.
 //
 // The snapshot expiry also caps the snapshots of a table that leaves
 // retention to the ingestor at maintenance.maxSnapshots, so that a short

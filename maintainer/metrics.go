@@ -33,6 +33,9 @@ type metrics struct {
 	rewrittenFiles     *prometheus.CounterVec
 	orphanFiles        *prometheus.CounterVec
 	orphanBytes        *prometheus.CounterVec
+	// orphansKept is the old objects the orphan cleanup found unnamed at
+	// first and kept, by reason (orphans.go).
+	orphansKept *prometheus.CounterVec
 	// expiredDeleted is the objects only expired snapshots referred to,
 	// deleted after the expiry commit (deletes.go).
 	expiredDeleted *prometheus.CounterVec
@@ -101,12 +104,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_maintainer_orphan_bytes_deleted_total",
 			Help: "Bytes of the orphan objects deleted.",
 		}, []string{"dataset"}),
+		orphansKept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_orphans_kept_total",
+			Help: "Objects older than maintenance.orphanAgeHours that the orphan cleanup kept although no metadata named them at its first look, by reason: committed (a commit named it after the listing), changed (written again after the listing), sidecar (a bloom-filter sidecar of a data file that is stored but not yet appended), waiting (a segment whose ready file is in this pod's WAL directory, not yet appended).",
+		}, []string{"dataset", "reason"}),
 		expiredDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_maintainer_expired_files_deleted_total",
 			Help: "Objects that only expired snapshots referred to (manifest lists, manifests, data files compaction replaced), deleted after the expiry commit, two at a time.",
 		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.compactionsWaiting, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.expiredDeleted, m.leaseHeld} {
+	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.compactionsWaiting, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.orphansKept, m.expiredDeleted, m.leaseHeld} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register maintainer metrics: %w", err)
 		}
@@ -122,6 +129,9 @@ func (m *metrics) initDataset(name string) {
 	m.orphanFiles.WithLabelValues(name)
 	m.orphanBytes.WithLabelValues(name)
 	m.expiredDeleted.WithLabelValues(name)
+	for _, r := range []string{keptCommitted, keptChanged, keptSidecar, keptWaiting} {
+		m.orphansKept.WithLabelValues(name, r)
+	}
 	for _, s := range []string{stepExpire, stepManifests, stepCompact, stepOrphans} {
 		m.runs.WithLabelValues(name, s)
 	}

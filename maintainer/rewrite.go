@@ -1,10 +1,12 @@
 package maintainer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"iter"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -17,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
+	"github.com/icewal/ingestor/shared/bloom"
 	"github.com/icewal/ingestor/shared/parquetfmt"
 )
 
@@ -45,6 +48,8 @@ type compacted struct {
 	// schemaID and sortOrderID are the schema and sort order added was
 	// written with; the hand-off records them.
 	schemaID, sortOrderID int
+	// sidecars are the bloom-filter sidecars written beside added.
+	sidecars []string
 }
 
 // compactGroup reads the group's files once and writes their rows into one
@@ -52,7 +57,14 @@ type compacted struct {
 // Parquet settings (parquetfmt) and the table schema's field ids, in the
 // table's sort order where it has one. Nothing is committed: the file is
 // an orphan until the replace that refers to it lands.
-func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup) (compacted, error) {
+//
+// For each of bloomColumns (the dataset's bloomFilterColumns) it also
+// writes the file's bloom-filter sidecar beside it (<id>.bloom.<column>,
+// shared/bloom), as the uploader does for a segment, filled while the
+// rows are written, and before the hand-off: once the replace lands,
+// the inputs' sidecars go with the inputs at expiry, and a reader of
+// the compacted file finds its own.
+func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup, bloomColumns []string) (compacted, error) {
 	var c compacted
 	var rows int64
 	sizes := make(map[string]int64, len(g.Tasks))
@@ -72,6 +84,10 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup) (com
 		return c, fmt.Errorf("arrow schema: %w", err)
 	}
 	keys, orderID, err := sortKeys(tbl.SortOrder(), schema)
+	if err != nil {
+		return c, err
+	}
+	filters, err := newColumnFilters(fileSchema, bloomColumns, rows)
 	if err != nil {
 		return c, err
 	}
@@ -102,7 +118,7 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup) (com
 		return c, fmt.Errorf("create %s: %w", location, err)
 	}
 	cw := &countingSink{w: out}
-	written, footer, err := writeRows(ctx, cw, fileSchema, records, keys)
+	written, footer, err := writeRows(ctx, cw, fileSchema, records, keys, filters)
 	if cerr := cw.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
 	}
@@ -135,15 +151,86 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup) (com
 		_ = fs.Remove(location)
 		return c, fmt.Errorf("data file of %s: %w", location, err)
 	}
+	// Dying after a sidecar leaves it and the file orphans: the orphan
+	// cleanup deletes the file, then the sidecar of a file that is gone.
+	if c.sidecars, err = writeSidecars(wfs, location, filters); err != nil {
+		_ = fs.Remove(location)
+		return c, err
+	}
 	c.added, c.schemaID, c.sortOrderID = df, schema.ID, orderID
 	return c, nil
+}
+
+// columnFilter is the bloom filter of one top-level column of a file
+// being written.
+type columnFilter struct {
+	index  int
+	filter *bloom.Filter
+}
+
+// newColumnFilters returns an empty filter for each of columns of schema,
+// sized for rows values at bloom.DefaultFPRate as the uploader sizes a
+// segment's.
+func newColumnFilters(schema *arrow.Schema, columns []string, rows int64) ([]columnFilter, error) {
+	var out []columnFilter
+	for _, col := range columns {
+		idx := schema.FieldIndices(col)
+		if len(idx) != 1 {
+			return nil, fmt.Errorf("bloom filter column %q is not a column of the table", col)
+		}
+		f := bloom.New(int(rows), bloom.DefaultFPRate)
+		f.Column = col
+		out = append(out, columnFilter{index: idx[0], filter: f})
+	}
+	return out, nil
+}
+
+// addToFilters adds every non-null value of the filters' columns in rec.
+func addToFilters(filters []columnFilter, rec arrow.RecordBatch) error {
+	var key []byte
+	for _, cf := range filters {
+		arr := rec.Column(cf.index)
+		for j := 0; j < arr.Len(); j++ {
+			var ok bool
+			var err error
+			if key, ok, err = bloom.AppendValue(key[:0], arr, j); err != nil {
+				return fmt.Errorf("bloom filter column %q: %w", cf.filter.Column, err)
+			} else if ok {
+				cf.filter.Add(key)
+			}
+		}
+	}
+	return nil
+}
+
+// writeSidecars stores each filter beside the data file at location and
+// returns their locations; on an error it deletes those it wrote.
+func writeSidecars(wfs icebergio.WriteFileIO, location string, filters []columnFilter) ([]string, error) {
+	base := strings.TrimSuffix(location, ".parquet")
+	var done []string
+	for _, cf := range filters {
+		loc := bloom.SidecarName(base, cf.filter.Column)
+		var buf bytes.Buffer
+		_, err := cf.filter.WriteTo(&buf)
+		if err == nil {
+			err = wfs.WriteFile(loc, buf.Bytes())
+		}
+		if err != nil {
+			for _, d := range done {
+				_ = wfs.Remove(d)
+			}
+			return nil, fmt.Errorf("write bloom filter sidecar %s: %w", loc, err)
+		}
+		done = append(done, loc)
+	}
+	return done, nil
 }
 
 // writeRows writes the records to w as one Parquet file of schema and
 // returns the rows written and the footer. With sort keys, the rows are
 // gathered and sorted as a whole first, so the file is one sorted run (a
 // group is bounded by twice the target file size); without, they stream.
-func writeRows(ctx context.Context, w io.Writer, schema *arrow.Schema, records iter.Seq2[arrow.RecordBatch, error], keys []compute.SortKey) (int64, *metadata.FileMetaData, error) {
+func writeRows(ctx context.Context, w io.Writer, schema *arrow.Schema, records iter.Seq2[arrow.RecordBatch, error], keys []compute.SortKey, filters []columnFilter) (int64, *metadata.FileMetaData, error) {
 	mem := memory.DefaultAllocator
 	fw, err := pqarrow.NewFileWriter(schema, w, parquetfmt.WriterProperties(mem), parquetfmt.ArrowWriterProperties())
 	if err != nil {
@@ -151,6 +238,9 @@ func writeRows(ctx context.Context, w io.Writer, schema *arrow.Schema, records i
 	}
 	var n int64
 	write := func(rec arrow.RecordBatch) error {
+		if err := addToFilters(filters, rec); err != nil {
+			return err
+		}
 		for off := int64(0); off < rec.NumRows(); {
 			have, err := fw.RowGroupNumRows()
 			if err != nil {
@@ -325,4 +415,14 @@ func (s *countingSink) Close() error {
 	}
 	s.closed = true
 	return s.w.Close()
+}
+
+// bloomColumns are the bloomFilterColumns of the dataset named dataset.
+func (m *Maintainer) bloomColumns(dataset string) []string {
+	for _, d := range m.cfg.Datasets {
+		if d.Name == dataset {
+			return d.BloomFilterColumns
+		}
+	}
+	return nil
 }

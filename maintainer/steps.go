@@ -50,7 +50,7 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 	// few at a time, so that they do not queue the committer's appends
 	// behind a burst of thousands at the store.
 	paced := func(t *table.Table) *table.Table {
-		return pacedDeletes(cat, t, m.metrics.expiredDeleted.WithLabelValues(d.Name))
+		return pacedDeletes(cat, t, m.metrics.expiredDeleted.WithLabelValues(d.Name), d.BloomFilterColumns...)
 	}
 	view := paced(tbl)
 	if next, err := m.retry(ctx, cat, view, func(t *table.Table, tx *table.Transaction) (bool, error) { return m.expire(t, tx) }, paced); err != nil {
@@ -112,7 +112,7 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 	// committer applies it, and a note that waited past the margin
 	// (a committer down for days) must not find them deleted.
 	if !m.handoffWaiting(log, d.Name) && m.orphansDue(d.Name) {
-		if n, size, err := m.deleteOrphans(ctx, tbl); err != nil {
+		if n, size, err := m.deleteOrphans(ctx, cat, tbl); err != nil {
 			m.fail(ctx, log, d.Name, stepOrphans, err)
 		} else {
 			if n > 0 {

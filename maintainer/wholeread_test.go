@@ -101,7 +101,7 @@ func TestCompactionReadsEachSmallFileInOneRequest(t *testing.T) {
 	perFile := float64(plain.requests.Load()) / 6
 
 	view, c := counted(t, tbl)
-	got, err := compactGroup(context.Background(), view, groups[0])
+	got, err := compactGroup(context.Background(), view, groups[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}

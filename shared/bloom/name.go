@@ -23,3 +23,19 @@ func SidecarName(id, column string) string {
 	}
 	return b.String()
 }
+
+// sidecarInfix separates a data file's id from the column in a sidecar
+// name; no data file id holds it (a UUID, or compacted-<UUID>).
+const sidecarInfix = ".bloom."
+
+// SidecarDataFile returns the location of the data file <id>.parquet that
+// the sidecar at location (<dir>/<id>.bloom.<column>, SidecarName)
+// describes, and false when location is not a sidecar's.
+func SidecarDataFile(location string) (string, bool) {
+	dir := strings.LastIndex(location, "/") + 1
+	i := strings.Index(location[dir:], sidecarInfix)
+	if i <= 0 || dir+i+len(sidecarInfix) == len(location) {
+		return "", false
+	}
+	return location[:dir+i] + ".parquet", true
+}

@@ -16,3 +16,19 @@ func TestSidecarName(t *testing.T) {
 		}
 	}
 }
+
+func TestSidecarDataFile(t *testing.T) {
+	for loc, want := range map[string]string{
+		"abfs://c@a.dfs.core.windows.net/t/data/" + SidecarName("0b6f", "a b"): "abfs://c@a.dfs.core.windows.net/t/data/0b6f.parquet",
+		"/w/t/data/compacted-1.bloom.dot.ted_":                                 "/w/t/data/compacted-1.parquet",
+		"/w/t/data/1.parquet":                                                  "",
+		"/w/t/data/.bloom.x":                                                   "",
+		"/w/t/data/1.bloom.":                                                   "",
+		"/w/a.bloom.b/1.parquet":                                               "",
+	} {
+		got, ok := SidecarDataFile(loc)
+		if got != want || ok != (want != "") {
+			t.Errorf("SidecarDataFile(%q) = %q, %v; want %q", loc, got, ok, want)
+		}
+	}
+}

@@ -81,6 +81,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"missing catalog type", [2]string{"type: sql, ", ""}, "catalog.type: required"},
 		{"bad create column", [2]string{"bloomFilterColumns: [event_id]", "create: {columns: [{name: x}]}"}, "datasets[0].create.columns[0].type: required"},
 		{"negative", [2]string{"commitIntervalSeconds: 2", "commitIntervalSeconds: -2"}, "ingestion.commitIntervalSeconds: must be positive"},
+		{"two datasets, one table", [2]string{"    bloomFilterColumns: [event_id]\n", "    bloomFilterColumns: [event_id]\n  - {name: views, topic: views, table: web.clicks, customMapping: {event_id: id}}\n"}, `datasets[1].table: datasets "clicks" and "views" both write into table web.clicks`},
+		{"two datasets, one table spelled in another case", [2]string{"    bloomFilterColumns: [event_id]\n", "    bloomFilterColumns: [event_id]\n  - {name: views, topic: views, table: Web.Clicks, customMapping: {event_id: id}}\n"}, `datasets[1].table: datasets "clicks" and "views" both write into table Web.Clicks`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -355,6 +355,7 @@ func (c *Config) Validate() error {
 		bad("datasets", "required: list at least one dataset")
 	}
 	names, topics := map[string]bool{}, map[string]bool{}
+	tables := map[string]string{} // normalised table -> the first dataset writing into it
 	for i, d := range c.Datasets {
 		p := fmt.Sprintf("datasets[%d]", i)
 		switch {
@@ -380,6 +381,21 @@ func (c *Config) Validate() error {
 			bad(p+".table", "required")
 		case !tableNameRE.MatchString(d.Table):
 			bad(p+".table", "want namespace.table, got %q", d.Table)
+		default:
+			// One table, one dataset: the committer's ledger (the table
+			// property ingestor.segments.<wal id>) is keyed by the WAL
+			// directory only and each dataset's append keeps only its
+			// own topic's entries, so two datasets appending to one table
+			// would drop each other's entries and, after an expiry, append
+			// a segment a second time. Catalogs differ in whether
+			// identifiers are case-sensitive: compare without case, so
+			// that Web.Clicks and web.clicks are refused too.
+			key := strings.ToLower(d.Table)
+			if other, ok := tables[key]; ok {
+				bad(p+".table", "datasets %q and %q both write into table %s: the ingestor keeps its exactly-once ledger per table for one dataset; give each dataset its own table", other, d.Name, d.Table)
+			} else {
+				tables[key] = d.Name
+			}
 		}
 		if d.DeadLetterTopic != "" && !topicRE.MatchString(d.DeadLetterTopic) {
 			bad(p+".deadLetterTopic", "not a valid Kafka topic name: %q", d.DeadLetterTopic)

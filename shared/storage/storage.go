@@ -15,6 +15,10 @@ import (
 // so the leaf packages need not import this one.
 var ErrNotFound = fs.ErrNotExist
 
+// ErrChanged is what DeleteIfMatch wraps when the object was written again
+// since its ETag was read.
+var ErrChanged = azure.ErrChanged
+
 // Store reads and writes whole objects by location.
 type Store interface {
 	// Put stores size bytes read from r at location, replacing any object
@@ -87,6 +91,27 @@ func (r *router) Delete(ctx context.Context, location string) error {
 		return err
 	}
 	return b.Delete(ctx, location)
+}
+
+// DeleteIfMatch removes the object at location only while its ETag is
+// etag, as one conditional request; an object written again since wraps
+// ErrChanged and stays. Only Azure locations have ETags; any other is an
+// error.
+func (r *router) DeleteIfMatch(ctx context.Context, location, etag string) error {
+	b, err := r.backend(location)
+	if err != nil {
+		return err
+	}
+	if b != Store(r.azure) {
+		return fmt.Errorf("conditional delete of %s: the store has no ETags", location)
+	}
+	return r.azure.DeleteIfMatch(ctx, location, etag)
+}
+
+// ConditionalDeleter deletes an object only while it is the one an ETag
+// names; the Store that Open returns is one.
+type ConditionalDeleter interface {
+	DeleteIfMatch(ctx context.Context, location, etag string) error
 }
 
 // CloseIdleConnections closes the idle HTTP connections of the Azure

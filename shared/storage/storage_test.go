@@ -297,3 +297,62 @@ func TestErrorsHoldNoSecrets(t *testing.T) {
 		})
 	}
 }
+
+// A conditional delete removes the object only while it is the version
+// whose ETag it was given: an object written again since stays, which is
+// what keeps an object re-uploaded after a listing from an orphan
+// cleanup that listed the old one.
+func TestDeleteIfMatch(t *testing.T) {
+	ctx := context.Background()
+	a := startAzurite(t)
+	s := storage.Open(a.Properties())
+	cd, ok := s.(storage.ConditionalDeleter)
+	if !ok {
+		t.Fatalf("%T cannot delete conditionally", s)
+	}
+	cred, err := azblob.NewSharedKeyCredential(a.Account(), a.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := azblob.NewClientWithSharedKeyCredential(a.Endpoint()+"/", cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := storage.Join(a.Location(container, "cond"), "data", "0.parquet")
+	put := func(body string) string {
+		t.Helper()
+		if err := s.Put(ctx, loc, strings.NewReader(body), int64(len(body))); err != nil {
+			t.Fatal(err)
+		}
+		props, err := client.ServiceClient().NewContainerClient(container).NewBlobClient("cond/data/0.parquet").GetProperties(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(*props.ETag)
+	}
+	listed := put("as listed")
+	again := put("uploaded again")
+	if listed == again {
+		t.Fatalf("two versions share the ETag %s", listed)
+	}
+	if err := cd.DeleteIfMatch(ctx, loc, listed); !errors.Is(err, storage.ErrChanged) {
+		t.Fatalf("delete of a changed object: %v, want ErrChanged", err)
+	}
+	if got := get(t, s, loc); string(got) != "uploaded again" {
+		t.Fatalf("object after a refused delete: %q", got)
+	}
+	if err := cd.DeleteIfMatch(ctx, loc, again); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, loc); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("object still there after its delete: %v", err)
+	}
+	// A missing object: nothing to delete, nothing deleted (Azurite
+	// answers 412, as for a changed one).
+	if err := cd.DeleteIfMatch(ctx, loc, again); err != nil && !errors.Is(err, storage.ErrChanged) {
+		t.Fatalf("delete of a missing object: %v", err)
+	}
+	if err := cd.DeleteIfMatch(ctx, "file:///tmp/x.parquet", again); err == nil {
+		t.Fatal("a file location took a conditional delete")
+	}
+}

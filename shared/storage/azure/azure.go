@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/google/uuid"
@@ -231,4 +233,30 @@ func (s *Store) Delete(ctx context.Context, location string) error {
 		return s.wrap("delete", location, err)
 	}
 	return nil
+}
+
+// ErrChanged is what DeleteIfMatch wraps when the blob is no longer the
+// one its ETag names: it was written again since it was listed.
+var ErrChanged = errors.New("object changed since it was listed")
+
+// DeleteIfMatch removes the blob at location only while its ETag is
+// etag, in one request (If-Match): a blob written again since the ETag
+// was read stays, and the error wraps ErrChanged. A missing blob is not
+// an error.
+func (s *Store) DeleteIfMatch(ctx context.Context, location, etag string) error {
+	bb, err := s.blob(location)
+	if err != nil {
+		return err
+	}
+	tag := azcore.ETag(etag)
+	_, err = bb.Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &tag},
+	}})
+	switch {
+	case err == nil, isNotFound(err):
+		return nil
+	case bloberror.HasCode(err, bloberror.ConditionNotMet):
+		return fmt.Errorf("azure delete %s if its ETag is %s: %w", location, etag, ErrChanged)
+	}
+	return s.wrap("delete", location, err)
 }
