@@ -1,6 +1,7 @@
 package committer
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,5 +154,50 @@ func TestCommitterKeepsLocalCopyOfMissingObjectInTable(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(cm.metrics.handedBack.WithLabelValues("clicks", handBackMissing)); got != 0 {
 		t.Errorf("a segment the table holds was handed back (%v): it would be appended twice", got)
+	}
+}
+
+// TestCommitterBoundsTheAppendByTheMargin: the objects passed the check at
+// some time, each younger than half of maintenance.orphanAgeHours then;
+// the append must end before the first of them could reach the margin and
+// be taken by the cleanup. Here the margin is 0.2 s and the commit is held
+// up past its half: the append is abandoned (outcome unknown), nothing is
+// deleted, and the next pass, with a commit that is not held up, appends
+// the segment once. Before, the append went on however long it took.
+func TestCommitterBoundsTheAppendByTheMargin(t *testing.T) {
+	e := newEnv(t, sqliteCatalog(t.TempDir()))
+	wal := e.walDir("wal")
+	s := e.writeSegment(wal, "clicks", 0, 0, clickRows(1, 5, 1), true)
+	e.commitOffset("clicks", 0, 5)
+	// The object's time is an hour ahead, so that it is never "aged"
+	// against so short a margin, whatever the machine's speed.
+	ahead := time.Now().Add(time.Hour)
+	if err := os.Chtimes(objectPath(t, wal, s.name), ahead, ahead); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.config(wal)
+	cfg.Maintenance.OrphanAgeHours = 0.2 / 3600
+	cm := newCommitter(t, cfg)
+	held := true
+	cm.beforeCommit = func(ctx context.Context, _ string, _ int) {
+		if held {
+			time.Sleep(300 * time.Millisecond) // past the bound of 0.1 s
+		}
+	}
+	runPass(t, cm)
+	if got := testutil.ToFloat64(cm.metrics.failures.WithLabelValues("clicks", reasonUnknown)); got != 1 {
+		t.Errorf("appends abandoned at the bound = %v, want 1", got)
+	}
+	if n := len(snapshots(e.table("clicks"))); n != 0 {
+		t.Fatalf("the table has %d snapshots after an append held past the bound, want 0", n)
+	}
+	if got, want := walNames(t, wal), []string{s.name.String(), s.name.As(walfile.Uploaded).String()}; !slices.Equal(got, want) {
+		t.Fatalf("WAL holds %v, want the segment kept: %v", got, want)
+	}
+	held = false
+	runPass(t, cm)
+	checkSnapshot(t, e.table("clicks"), "clicks", s)
+	if left := walNames(t, wal); len(left) != 0 {
+		t.Fatalf("WAL holds %v after the append, want nothing", left)
 	}
 }
