@@ -160,7 +160,7 @@ func TestCommitterKeepsLocalCopyOfMissingObjectInTable(t *testing.T) {
 // TestCommitterBoundsTheAppendByTheMargin: the objects passed the check at
 // some time, each younger than half of maintenance.orphanAgeHours then;
 // the append must end before the first of them could reach the margin and
-// be taken by the cleanup. Here the margin is 0.2 s and the commit is held
+// be taken by the cleanup. Here the margin is 2 s and the commit is held
 // up past its half: the append is abandoned (outcome unknown), nothing is
 // deleted, and the next pass, with a commit that is not held up, appends
 // the segment once. Before, the append went on however long it took.
@@ -176,12 +176,15 @@ func TestCommitterBoundsTheAppendByTheMargin(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := e.config(wal)
-	cfg.Maintenance.OrphanAgeHours = 0.2 / 3600
+	cfg.Maintenance.OrphanAgeHours = 2.0 / 3600 // the bound: 1 s after the check
 	cm := newCommitter(t, cfg)
 	held := true
 	cm.beforeCommit = func(ctx context.Context, _ string, _ int) {
 		if held {
-			time.Sleep(300 * time.Millisecond) // past the bound of 0.1 s
+			select {
+			case <-ctx.Done():
+			case <-time.After(3 * time.Second): // past the bound
+			}
 		}
 	}
 	runPass(t, cm)
