@@ -140,6 +140,10 @@ func testOutageLongerThanOrphanMargin(t *testing.T, otherPod bool) {
 		t.Errorf("full scan of %s: %d rows, want %d", ds.table, n, events)
 	}
 	full.Release()
+	// The uploads again stored each segment with its sidecar.
+	if n := len(dataObjects(t, w.warehouseDir())); n < 2*segments {
+		t.Errorf("the warehouse holds %d data objects after `run`, want %d segments and a sidecar each", n, segments)
+	}
 	if left := walLeft(t, in.walDir); len(left) > 0 {
 		t.Errorf("WAL not empty after the orderly stop: %v", left)
 	}
