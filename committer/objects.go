@@ -91,22 +91,30 @@ func (c *Committer) checkObjects(ctx context.Context, log *slog.Logger, d config
 	}
 	var keep, back []*segment
 	var reasons []string
+	count := map[string]int{}
 	for i, s := range pending {
-		if r := checks[i].reason; r != "" {
-			back = append(back, s)
-			reasons = append(reasons, r)
-			log.Warn("uploaded object unfit for the append; handing the segment back to the uploader",
-				"reason", r, "file", s.ready.Name.String(), "partition", s.ready.Partition,
-				"object", s.object.Object, "size", s.object.Size, "object_size", checks[i].info.Size,
-				"object_time", checks[i].info.ModTime)
+		r := checks[i].reason
+		if r == "" {
+			keep = append(keep, s)
 			continue
 		}
-		keep = append(keep, s)
+		back = append(back, s)
+		reasons = append(reasons, r)
+		count[r]++
+		// After an outage thousands of segments come back at once: one
+		// line each only at debug level, one line per pass below.
+		log.Debug("uploaded object unfit for the append", "reason", r, "file", s.ready.Name.String(),
+			"partition", s.ready.Partition, "object", s.object.Object, "size", s.object.Size,
+			"object_size", checks[i].info.Size, "object_time", checks[i].info.ModTime)
 	}
-	if len(back) > 0 {
-		if err := c.handBack(d, back, reasons); err != nil {
-			return nil, err
-		}
+	if len(back) == 0 {
+		return keep, nil
+	}
+	log.Warn("uploaded objects unfit for the append; handing the segments back to the uploader, which uploads them again",
+		"files", len(back), handBackMissing, count[handBackMissing], handBackSize, count[handBackSize], handBackAged, count[handBackAged],
+		"first_file", back[0].ready.Name.String(), "first_reason", reasons[0], "first_object", back[0].object.Object)
+	if err := c.handBack(d, back, reasons); err != nil {
+		return nil, err
 	}
 	return keep, nil
 }

@@ -151,7 +151,7 @@ func testOutageLongerThanOrphanMargin(t *testing.T, otherPod bool) {
 		t.Errorf("the committer never reached %s: %v", failpoint.CommitterAfterHandBack, err)
 	}
 	log := in.log("run")
-	if !strings.Contains(log, "handing the segment back to the uploader") || !strings.Contains(log, `"reason":"missing"`) {
+	if !strings.Contains(log, "handing the segments back to the uploader") || !strings.Contains(log, `"first_reason":"missing"`) {
 		t.Errorf("the committer's log does not show a hand-back of a missing object")
 	}
 	t.Logf("%d segments, %d objects deleted by the orphan cleanup; every event once after `run`", segments, len(objects))
