@@ -137,6 +137,12 @@ func (c *Committer) Run(ctx context.Context) error {
 	}
 	defer closeKafka()
 	defer c.closeCatalog()
+	// The object checks' idle connections to the store.
+	defer func() {
+		if cl, ok := c.store.(interface{ CloseIdleConnections() }); ok {
+			cl.CloseIdleConnections()
+		}
+	}()
 
 	poll := pollEvery(c.interval)
 	c.log.Info("committer started", "interval", c.interval.String(), "poll", poll.String(), "datasets", len(c.cfg.Datasets))
