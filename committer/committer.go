@@ -26,6 +26,7 @@ import (
 	"github.com/icewal/ingestor/shared/failpoint"
 	"github.com/icewal/ingestor/shared/kafkaclient"
 	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/storage"
 	"github.com/icewal/ingestor/shared/tables"
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -50,6 +51,12 @@ type Committer struct {
 	log      *slog.Logger
 	metrics  *metrics
 	interval time.Duration
+	// store is where the uploader puts the segments' objects, which each
+	// append checks first (objects.go); orphanAge is
+	// maintenance.orphanAgeHours, the age past which the maintainer's
+	// cleanup deletes an object no metadata names (0: no cleanup).
+	store     storage.Store
+	orphanAge time.Duration
 
 	mu  sync.Mutex
 	cat catalog.Catalog // opened at the first pass that needs it
@@ -99,6 +106,9 @@ func New(cfg *config.Config, opts role.Options) (*Committer, error) {
 		metrics:  m,
 		interval: jittered(cfg.CommitInterval(), host+"/"+strconv.Itoa(os.Getpid())),
 
+		store:     storage.Open(cfg.Catalog.Properties),
+		orphanAge: time.Duration(cfg.Maintenance.OrphanAgeHours * float64(time.Hour)),
+
 		lastHandoff: make([]time.Time, len(cfg.Datasets)),
 	}, nil
 }
@@ -127,6 +137,12 @@ func (c *Committer) Run(ctx context.Context) error {
 	}
 	defer closeKafka()
 	defer c.closeCatalog()
+	// The object checks' idle connections to the store.
+	defer func() {
+		if cl, ok := c.store.(interface{ CloseIdleConnections() }); ok {
+			cl.CloseIdleConnections()
+		}
+	}()
 
 	poll := pollEvery(c.interval)
 	c.log.Info("committer started", "interval", c.interval.String(), "poll", poll.String(), "datasets", len(c.cfg.Datasets))
@@ -335,7 +351,7 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 	}
 	c.metrics.tableLoads.WithLabelValues(d.Name, source).Inc()
 	// Every segment the table holds already goes, whatever its offsets say.
-	if pending, err = c.dropInTable(ctx, log, tbl, pending); err != nil {
+	if pending, err = c.dropInTable(ctx, log, d, tbl, pending); err != nil {
 		fail(reasonError, "check which segments the table holds", err)
 		return true, nil
 	}
@@ -351,6 +367,25 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 		}
 		return false
 	})
+	// The objects last, right before the append: until it lands no
+	// metadata names them, and the orphan cleanup deletes any older than
+	// maintenance.orphanAgeHours. One missing, of the wrong size, or past
+	// half that age goes back to the uploader, which uploads it again
+	// from the local ready file (objects.go); the rest are appended, and
+	// the append ends (its outcome then unknown, decided by the next
+	// pass) before any of them is old enough for the cleanup. So the
+	// record path does not depend on the margin, however long the
+	// committer was down.
+	checked := time.Now()
+	if pending, err = c.checkObjects(ctx, log, d, pending, checked); err != nil {
+		fail(reasonError, "check the uploaded objects", err)
+		return true, nil
+	}
+	if bound := c.appendBound(checked); !bound.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, bound)
+		defer cancel()
+	}
 	for attempt := 1; len(pending) > 0; attempt++ {
 		// At every attempt, on the table as loaded for it: a conflict's
 		// reload may find it recreated.
@@ -410,7 +445,7 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 			// The reloaded table may hold some of the batch already:
 			// only a crash or an unknown outcome before could do that,
 			// but the check is what keeps an append exactly once.
-			if pending, err = c.dropInTable(ctx, log, tbl, pending); err != nil {
+			if pending, err = c.dropInTable(ctx, log, d, tbl, pending); err != nil {
 				fail(reasonError, "check which segments the reloaded table holds", err)
 				return true, nil
 			}
@@ -547,8 +582,9 @@ func uploadedBefore(segs []*segment, t time.Time) bool {
 // others. The check is tables.LocalSegmentsInTable: exact, and reading
 // only table metadata (the snapshot summaries and this directory's
 // ledger) once the directory has appended with a ledger. When it cannot
-// tell, nothing is deleted or appended.
-func (c *Committer) dropInTable(ctx context.Context, log *slog.Logger, tbl *table.Table, pending []*segment) ([]*segment, error) {
+// tell, nothing is deleted or appended. A segment the table holds whose
+// object is missing keeps its local copy (keepMissing).
+func (c *Committer) dropInTable(ctx context.Context, log *slog.Logger, d config.Dataset, tbl *table.Table, pending []*segment) ([]*segment, error) {
 	segs := make([]tables.Segment, 0, len(pending))
 	for _, s := range pending {
 		seg := tables.Segment{UUID: s.ready.UUID}
@@ -574,6 +610,11 @@ func (c *Committer) dropInTable(ctx context.Context, log *slog.Logger, tbl *tabl
 		} else {
 			keep = append(keep, s)
 		}
+	}
+	// A local copy goes only while its object is there to read: one the
+	// table names but the store lost is kept (keepMissing).
+	if done, err = c.keepMissing(ctx, log, d, done); err != nil {
+		return nil, err
 	}
 	if len(done) > 0 {
 		log.Info("segments already in the table; deleting the local copies", "files", len(done))

@@ -37,6 +37,33 @@
 // rows, so the committer leaves it for the consumer's recovery to delete
 // (metric ingestor_committer_files_waiting_offset_commit).
 //
+// Objects checked before the append. Until a segment's append lands, no
+// table metadata names its object, and the maintainer's orphan cleanup
+// deletes every object under the table's location that no metadata names
+// once it is older than maintenance.orphanAgeHours. A committer down for
+// longer than that (a pod on a dead node, a crash loop, a catalog that
+// refuses this committer only) would otherwise append objects the cleanup
+// had deleted, then delete the local copies: every scan of the table would
+// fail and the rows would be gone. So right before each append the
+// committer checks each object of the batch in the store (one HEAD each,
+// 16 in flight) and hands back to the uploader every segment whose object
+// is missing, is not the size its marker records, or is older than half
+// the margin: it deletes the segment's marker, and the uploader uploads
+// the local ready file again at once (objects.go). The others are
+// appended, and the append is bounded to end (its outcome then unknown,
+// decided by the next pass) before any of them reaches the margin. The
+// record path thus holds whatever the outage and whatever the margin; the
+// margin only bounds how long an object no metadata names costs storage.
+// A check that cannot be made (the store unreachable) appends nothing and
+// is retried at the next interval. An age is the local clock less the
+// object's time in the store, as the cleanup counts it.
+//
+// A segment the table already holds whose object the store no longer has
+// (deleted by hand, or by a cleanup that did not know the table named it)
+// keeps its local copy: instead of its deletion, the ready file, marker
+// and checksum record are moved to the quarantine with reason
+// object_missing (docs/operations.md tells how to put the object back).
+//
 // Table identity. Each segment records the table UUID, schema id and spec
 // id it was written for. A segment of the same table goes in described
 // with the schema and spec it was written for (valid by field id whatever

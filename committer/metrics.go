@@ -45,6 +45,10 @@ type metrics struct {
 	// tableLoads counts the table loads of the appends by source: loaded
 	// from the catalog, or reused as the last commit returned it (reuse.go).
 	tableLoads *prometheus.CounterVec
+	// handedBack counts the segments whose markers were deleted before
+	// their append so that the uploader uploads them again (objects.go),
+	// by reason: handBackMissing, handBackSize, handBackAged.
+	handedBack *prometheus.CounterVec
 }
 
 // Sources of an append's table, the values of the source label.
@@ -96,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"dataset"}),
 		quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_committer_files_quarantined_total",
-			Help: "Files moved to the WAL directory's quarantine, by reason: bad_marker (the uploader uploads the segment again).",
+			Help: "Files moved to the WAL directory's quarantine, by reason: bad_marker (the uploader uploads the segment again), object_missing (the table holds the segment but its object is gone: the ready file is the only copy of rows the table names).",
 		}, []string{"dataset", "reason"}),
 		identity: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_committer_identity_mismatches_total",
@@ -118,8 +122,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_committer_table_loads_total",
 			Help: "Tables an append started from, by source: catalog (loaded) or reused (as the dataset's last commit returned it).",
 		}, []string{"dataset", "source"}),
+		handedBack: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_segments_handed_back_total",
+			Help: "Uploaded segments handed back to the uploader before their append, by reason: missing (the object is not in the store), size (it is not the size the marker records), aged (it is older than half of maintenance.orphanAgeHours). The uploader uploads each again from the local ready file; no row is lost.",
+		}, []string{"dataset", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped, m.handoffs, m.handoffFailures, m.tableLoads} {
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped, m.handoffs, m.handoffFailures, m.tableLoads, m.handedBack} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
@@ -135,6 +143,10 @@ func (m *metrics) initDataset(name string) {
 	m.waiting.WithLabelValues(name)
 	m.deleteFailures.WithLabelValues(name)
 	m.quarantined.WithLabelValues(name, walfile.ReasonBadMarker)
+	m.quarantined.WithLabelValues(name, walfile.ReasonObjectMissing)
+	for _, r := range []string{handBackMissing, handBackSize, handBackAged} {
+		m.handedBack.WithLabelValues(name, r)
+	}
 	m.identity.WithLabelValues(name)
 	m.stopped.WithLabelValues(name)
 	m.handoffs.WithLabelValues(name, handoffApplied)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/icewal/ingestor/shared/redact"
 	"github.com/icewal/ingestor/shared/rolestatus"
+	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // commitErrors keeps the last failed commit attempt of each dataset for
@@ -53,6 +54,8 @@ func (c *Committer) Status() rolestatus.Committer {
 	commits := pmetrics.SumBy(pmetrics.Read(c.metrics.commits), "dataset")
 	waiting := pmetrics.SumBy(pmetrics.Read(c.metrics.waiting), "dataset")
 	stopped := pmetrics.SumBy(pmetrics.Read(c.metrics.stopped), "dataset")
+	handedBack := pmetrics.Read(c.metrics.handedBack)
+	quarantined := pmetrics.Read(c.metrics.quarantined)
 	c.lastErrors.mu.Lock()
 	errs := make(map[string]commitError, len(c.lastErrors.byDataset))
 	for k, v := range c.lastErrors.byDataset {
@@ -68,6 +71,19 @@ func (c *Committer) Status() rolestatus.Committer {
 			Commits:                  commits[d.Name],
 			FilesWaitingOffsetCommit: waiting[d.Name],
 			AppendsStopped:           stopped[d.Name] > 0,
+		}
+		for _, s := range handedBack {
+			if s.Labels["dataset"] == d.Name && s.Value > 0 {
+				if ds.SegmentsHandedBack == nil {
+					ds.SegmentsHandedBack = map[string]float64{}
+				}
+				ds.SegmentsHandedBack[s.Labels["reason"]] += s.Value
+			}
+		}
+		for _, s := range quarantined {
+			if s.Labels["dataset"] == d.Name && s.Labels["reason"] == walfile.ReasonObjectMissing {
+				ds.SegmentsObjectMissing += s.Value
+			}
 		}
 		if ts := lastCommit[d.Name]; ts > 0 {
 			at := time.Unix(0, int64(ts*float64(time.Second)))

@@ -131,6 +131,10 @@ type worldOptions struct {
 	kafkaSASL *devenv.SASLUser
 	// catalogExtra adds catalog properties to the configs.
 	catalogExtra map[string]string
+	// fileWarehouse puts the warehouse on the local disk (file://, under
+	// warehouseDir) instead of Azurite, which is then not started: a test
+	// can set the objects' times there, as an outage of days would.
+	fileWarehouse bool
 }
 
 // kafkaPasswordEnv holds the Kafka password of SASL test configs.
@@ -153,16 +157,19 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	w.broker = k.Addrs()[0]
 	t.Cleanup(func() { w.kafka.Close() })
 
-	az, err := devenv.StartAzurite(ctx, filepath.Join(w.dir, "azurite"))
-	if err != nil {
-		t.Fatal(err)
+	warehouse := "file://" + w.warehouseDir()
+	if !o.fileWarehouse {
+		az, err := devenv.StartAzurite(ctx, filepath.Join(w.dir, "azurite"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { az.Stop() })
+		w.az = az
+		if err := az.CreateContainer(ctx, "warehouse"); err != nil {
+			t.Fatal(err)
+		}
+		warehouse = az.Location("warehouse", "wh")
 	}
-	t.Cleanup(func() { az.Stop() })
-	w.az = az
-	if err := az.CreateContainer(ctx, "warehouse"); err != nil {
-		t.Fatal(err)
-	}
-	warehouse := az.Location("warehouse", "wh")
 	if o.postgres {
 		pg, err := devenv.StartPostgres(ctx, filepath.Join(w.dir, "pg"))
 		if err != nil {
@@ -177,8 +184,10 @@ func newWorld(t *testing.T, o worldOptions) *world {
 			"sql.driver": "sqlite", "sql.dialect": "sqlite", "warehouse": warehouse,
 		}
 	}
-	for k, v := range az.Properties() {
-		w.catalog[k] = v
+	if w.az != nil {
+		for k, v := range w.az.Properties() {
+			w.catalog[k] = v
+		}
 	}
 	for k, v := range o.catalogExtra {
 		w.catalog[k] = v
@@ -193,6 +202,9 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	t.Cleanup(w.killAll)
 	return w
 }
+
+// warehouseDir is the directory of a world with fileWarehouse.
+func (w *world) warehouseDir() string { return filepath.Join(w.dir, "warehouse") }
 
 // restartKafka closes the broker and starts a new one on the same port and
 // data directory, after down.

@@ -29,6 +29,15 @@
 // then does the committer see it. The uploader never deletes a ready file;
 // the committer does, after the table append.
 //
+// The committer may hand a segment back before its append: when its
+// object is missing from the store, of another size than the marker
+// records, or older than half of maintenance.orphanAgeHours, it deletes
+// the marker (committer/objects.go). The ready file is then a ready file
+// without a marker again; the watch sees the marker go and the file is
+// uploaded again at once, over the same object names, which writes the
+// object and its sidecars anew and a new marker. The same holds for a
+// marker the committer moved to the quarantine as unreadable.
+//
 // A failed upload is logged (at most one line per dataset every 30 s),
 // counted in ingestor_uploader_upload_failures_total, and tried again at a
 // later scan, waiting 1 s after the first failure and twice as long after

@@ -335,11 +335,10 @@ func (u *Uploader) watch() (events <-chan struct{}, names <-chan string, closeWa
 				if !ok {
 					return
 				}
-				// A rename to ready_ (how the consumer makes one) is a
-				// create here.
-				if base := filepath.Base(ev.Name); ev.Has(fsnotify.Create) && strings.HasPrefix(base, walfile.ReadyPrefix) {
+				base := filepath.Base(ev.Name)
+				if ready := u.toUpload(ev.Op, base); ready != "" {
 					select {
-					case named <- base:
+					case named <- ready:
 					default:
 						missed()
 					}
@@ -358,6 +357,36 @@ func (u *Uploader) watch() (events <-chan struct{}, names <-chan string, closeWa
 		w.Close()
 		<-done
 	}
+}
+
+// toUpload returns the ready file a watch event on base makes due for an
+// upload, "" for none:
+//
+//   - a ready_ file created: a rename to ready_, how the consumer makes
+//     one, is a create here;
+//   - an uploaded_ marker deleted or moved away while its ready file
+//     stays: the committer handed the segment back before its append (its
+//     object was missing, of the wrong size or near the orphan margin), or
+//     moved a bad marker to the quarantine. The file is uploaded again at
+//     once: until its append it is the only copy of its rows. After an
+//     append the committer deletes the ready file before its marker, so
+//     those deletions find no ready file and cost one stat.
+func (u *Uploader) toUpload(op fsnotify.Op, base string) string {
+	switch {
+	case op.Has(fsnotify.Create) && strings.HasPrefix(base, walfile.ReadyPrefix):
+		return base
+	case (op.Has(fsnotify.Remove) || op.Has(fsnotify.Rename)) && strings.HasPrefix(base, walfile.UploadedPrefix):
+		n, err := walfile.Parse(base)
+		if err != nil {
+			return ""
+		}
+		ready := n.As(walfile.Ready).String()
+		if _, err := os.Stat(filepath.Join(u.dir, ready)); err != nil {
+			return ""
+		}
+		return ready
+	}
+	return ""
 }
 
 // closeClients drops idle storage and catalog connections at exit.

@@ -250,6 +250,41 @@ func TestReactsAtOnce(t *testing.T) {
 	e.checkUploaded(second, locs["orders"])
 }
 
+// TestUploadsAHandedBackFileAtOnce sets the periodic scan to an hour and
+// does what the committer does when a segment's object is gone before its
+// append (committer/objects.go): it deletes the marker. The directory
+// watch sees the marker go and the uploader stores the object again from
+// the ready file, with a new marker, at once. Before, a deleted marker
+// was seen only by the next scan.
+func TestUploadsAHandedBackFileAtOnce(t *testing.T) {
+	e := newEnv(t, false)
+	locs := e.dataLocations()
+	seg := e.writeReady("clicks.v1", 0, 0, 5, "a")
+	u := e.newUploader(withTiming(time.Hour, time.Hour, time.Hour))
+	e.run(u)
+	e.waitMarked(30*time.Second, seg.name) // the scan at start
+	m, _ := e.marker(seg.name)
+	time.Sleep(20 * minScanGap) // past the scan the end of the upload triggers
+	// The orphan cleanup took the object and a sidecar; the committer
+	// hands the segment back.
+	for _, loc := range []string{m.Object, m.Blooms["tenant"]} {
+		if err := e.store.Delete(context.Background(), loc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := walfile.Remove(filepath.Join(e.dir, seg.name.As(walfile.Uploaded).String())); err != nil {
+		t.Fatal(err)
+	}
+	e.waitMarked(5*time.Second, seg.name)
+	e.checkUploaded(seg, locs["clicks"])
+	if _, err := e.store.Stat(context.Background(), m.Blooms["tenant"]); err != nil {
+		t.Fatalf("sidecar not stored again: %v", err)
+	}
+	if n := testutil.ToFloat64(u.m.scans); n != 1 {
+		t.Fatalf("the directory was listed %v times, want once (at start): the watch must find the handed-back file", n)
+	}
+}
+
 // TestNamedFilesNeedNoScan writes ready files one after the other, as a
 // rotation does, with the periodic scan set to an hour: each is uploaded
 // from the name the watch gives, and the directory is listed only at

@@ -74,6 +74,9 @@
 //	                            datasets of the pass may still be appending
 //	committer.after-replace     a compaction hand-off's replace is committed
 //	                            (committer/handoff.go), the note not yet deleted
+//	committer.after-hand-back   segments whose objects are missing, of the wrong size or
+//	                            near the orphan margin had their uploaded_ markers deleted
+//	                            (committer/objects.go), the uploader not yet done again
 //
 // Maintainer, in the order of one pass over a table (maintainer/steps.go):
 //
@@ -89,6 +92,8 @@
 //	                            directory, the consumer not yet told
 //
 // Names lists them; e2e/failpoint_test.go crashes the binary at each in
-// turn, except pause.after-record, which only a pause request reaches:
-// e2e/pause_test.go crashes it.
+// turn, except pause.after-record, which only a pause request reaches
+// (e2e/pause_test.go crashes it), and committer.after-hand-back, which
+// only an object gone before its append reaches
+// (e2e/orphanmargin_test.go crashes it).
 package failpoint

@@ -38,6 +38,7 @@ const (
 	CommitterBetweenDeletes   = "committer.between-deletes"
 	CommitterAfterDataset     = "committer.after-dataset"
 	CommitterAfterReplace     = "committer.after-replace"
+	CommitterAfterHandBack    = "committer.after-hand-back"
 	MaintainerAfterExpire     = "maintainer.after-expire"
 	MaintainerAfterManifest   = "maintainer.after-manifests"
 	MaintainerAfterCompact    = "maintainer.after-compact"
@@ -49,7 +50,7 @@ func Names() []string {
 	return []string{
 		ConsumerBeforeRename, ConsumerAfterRoll, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery, ConsumerGenerationLost, ConsumerBeforeTopicRecord,
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker, QuarantineBeforeNote,
-		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset, CommitterAfterReplace,
+		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset, CommitterAfterReplace, CommitterAfterHandBack,
 		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,
 		PauseAfterRecord,
 	}

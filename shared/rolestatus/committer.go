@@ -23,6 +23,14 @@ type CommitterDataset struct {
 	// AppendsStopped is true while segments written for another table stop
 	// the appends; LastError says which and why.
 	AppendsStopped bool `json:"appends_stopped"`
+	// SegmentsHandedBack counts, by reason (missing, size, aged), the
+	// uploaded segments handed back to the uploader since start because
+	// their objects were unfit for the append; absent when none.
+	SegmentsHandedBack map[string]float64 `json:"segments_handed_back,omitempty"`
+	// SegmentsObjectMissing counts the segments since start that the table
+	// holds but whose objects were gone, their local copies kept in the
+	// WAL directory's quarantine.
+	SegmentsObjectMissing float64 `json:"segments_object_missing"`
 	// LastCommit is the time of the last successful commit since start,
 	// LastCommitAgeSeconds how long ago; both absent before the first.
 	LastCommit           time.Time `json:"last_commit,omitzero"`

@@ -87,6 +87,7 @@ func TestWireForm(t *testing.T) {
 			st: Status{Role: "committer", PID: 13, Time: at, Details: Details{Committer: &Committer{IntervalSeconds: 20, Datasets: map[string]CommitterDataset{
 				"clicks": {
 					Table: "web.clicks", Commits: 7, FilesWaitingOffsetCommit: 2, AppendsStopped: true,
+					SegmentsHandedBack: map[string]float64{"missing": 3}, SegmentsObjectMissing: 1,
 					LastCommit: atNs, LastCommitAgeSeconds: ptr(3.5),
 					LastError: &CommitError{Time: at, AgeSeconds: 125, Reason: "unknown", Step: "commit outcome unknown", Error: "deadline"},
 				},
@@ -94,9 +95,10 @@ func TestWireForm(t *testing.T) {
 			}}}},
 			wire: `{"role":"committer","pid":13,"time":"2026-12-02T09:30:00Z","details":{"interval_seconds":20,"datasets":{
 				"clicks":{"table":"web.clicks","commits":7,"files_waiting_offset_commit":2,"appends_stopped":true,
+					"segments_handed_back":{"missing":3},"segments_object_missing":1,
 					"last_commit":"2026-12-02T09:30:00.123456789Z","last_commit_age_seconds":3.5,
 					"last_error":{"time":"2026-12-02T09:30:00Z","age_seconds":125,"reason":"unknown","step":"commit outcome unknown","error":"deadline"}},
-				"orders":{"table":"shop.orders","commits":0,"files_waiting_offset_commit":0,"appends_stopped":false}}}}`,
+				"orders":{"table":"shop.orders","commits":0,"files_waiting_offset_commit":0,"appends_stopped":false,"segments_object_missing":0}}}}`,
 		},
 		{
 			name: "maintainer",

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/icewal/ingestor/shared/storage/azure"
 	"github.com/icewal/ingestor/shared/storage/file"
@@ -28,6 +29,19 @@ type Store interface {
 	Get(ctx context.Context, location string) (io.ReadCloser, error)
 	// Delete removes the object at location; a missing object is not an error.
 	Delete(ctx context.Context, location string) error
+	// Stat returns the size and last modification time of the object at
+	// location without reading it (one HEAD request); a missing object
+	// wraps ErrNotFound.
+	Stat(ctx context.Context, location string) (Info, error)
+}
+
+// Info is what Stat tells of an object.
+type Info struct {
+	// Size is the object's size in bytes.
+	Size int64
+	// ModTime is when the object was last written, by the store's clock:
+	// the time the table's orphan cleanup compares with its margin.
+	ModTime time.Time
 }
 
 // Open returns a Store for every location scheme the ingestor writes to,
@@ -52,7 +66,16 @@ type router struct {
 	azure *azure.Store
 }
 
-func (r *router) backend(location string) (Store, error) {
+// leaf is what each backend package provides; its Stat returns plain
+// values, since the leaves do not import this package.
+type leaf interface {
+	Put(ctx context.Context, location string, r io.Reader, size int64) error
+	Get(ctx context.Context, location string) (io.ReadCloser, error)
+	Delete(ctx context.Context, location string) error
+	Stat(ctx context.Context, location string) (size int64, modTime time.Time, err error)
+}
+
+func (r *router) backend(location string) (leaf, error) {
 	if strings.HasPrefix(location, "/") {
 		return r.file, nil
 	}
@@ -102,7 +125,7 @@ func (r *router) DeleteIfMatch(ctx context.Context, location, etag string) error
 	if err != nil {
 		return err
 	}
-	if b != Store(r.azure) {
+	if b != leaf(r.azure) {
 		return fmt.Errorf("conditional delete of %s: the store has no ETags", location)
 	}
 	return r.azure.DeleteIfMatch(ctx, location, etag)
@@ -112,6 +135,15 @@ func (r *router) DeleteIfMatch(ctx context.Context, location, etag string) error
 // names; the Store that Open returns is one.
 type ConditionalDeleter interface {
 	DeleteIfMatch(ctx context.Context, location, etag string) error
+}
+
+func (r *router) Stat(ctx context.Context, location string) (Info, error) {
+	b, err := r.backend(location)
+	if err != nil {
+		return Info{}, err
+	}
+	size, mod, err := b.Stat(ctx, location)
+	return Info{Size: size, ModTime: mod}, err
 }
 
 // CloseIdleConnections closes the idle HTTP connections of the Azure

@@ -141,6 +141,20 @@ func TestConformance(t *testing.T) {
 					t.Fatalf("got %q, want %q", got, want)
 				}
 			})
+			t.Run("stat", func(t *testing.T) {
+				// The committer checks each object this way before its
+				// append: its size, and its age against the orphan margin.
+				info, err := s.Stat(ctx, loc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := int64(len("second, longer version of the object")); info.Size != want {
+					t.Fatalf("stat size %d, want %d", info.Size, want)
+				}
+				if age := time.Since(info.ModTime); age < -time.Minute || age > time.Minute {
+					t.Fatalf("stat mod time %s is %s from now, want the time of the put", info.ModTime, age)
+				}
+			})
 			t.Run("readable by iceberg-go", func(t *testing.T) {
 				// The committer records these locations in the table, and
 				// readers open them with iceberg-go's file IO and the same
@@ -223,6 +237,9 @@ func TestConformance(t *testing.T) {
 				}
 				if err := s.Delete(ctx, missing); err != nil {
 					t.Fatalf("delete missing: %v", err)
+				}
+				if _, err := s.Stat(ctx, missing); !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), missing) {
+					t.Fatalf("stat missing: %v, want ErrNotFound naming the location", err)
 				}
 			})
 		})

@@ -12,7 +12,12 @@
 //	                                                   ready file once the object is stored
 //
 // The committer deletes the ready file and then its uploaded marker after
-// the table append that holds the file succeeded. Names starting with
+// the table append that holds the file succeeded. Before the append it may
+// delete the marker alone, handing the segment back: its object was
+// missing, of the wrong size, or near the orphan cleanup's margin. The
+// ready file is then ready and not uploaded again, and the uploader
+// uploads it anew; until the append the ready file is the only sure copy
+// of its rows. Names starting with
 // "tmp_" are half-written and never acted upon; RemoveTmp removes those
 // old enough not to be another role's write in flight.
 //

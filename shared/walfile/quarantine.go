@@ -27,6 +27,10 @@ const (
 	ReasonUnreadable = "unreadable" // the file cannot be read as Parquet
 	ReasonBadName    = "bad_name"   // the name does not parse
 	ReasonBadMarker  = "bad_marker" // an uploaded_ marker that is empty or not JSON
+	// ReasonObjectMissing is a ready file whose segment the table holds
+	// but whose object is not in the store: the file is the only copy of
+	// rows the table names.
+	ReasonObjectMissing = "object_missing"
 )
 
 // reasonExt ends the name of the note written beside a quarantined file.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -259,4 +260,27 @@ func (s *Store) DeleteIfMatch(ctx context.Context, location, etag string) error 
 		return fmt.Errorf("azure delete %s if its ETag is %s: %w", location, etag, ErrChanged)
 	}
 	return s.wrap("delete", location, err)
+}
+
+// Stat returns the size and Last-Modified time of the blob at location
+// from its properties (one HEAD request). A missing blob or container
+// wraps fs.ErrNotExist.
+func (s *Store) Stat(ctx context.Context, location string) (int64, time.Time, error) {
+	bb, err := s.blob(location)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	props, err := bb.GetProperties(ctx, nil)
+	if err != nil {
+		return 0, time.Time{}, s.wrap("stat", location, err)
+	}
+	var size int64
+	if props.ContentLength != nil {
+		size = *props.ContentLength
+	}
+	var mod time.Time
+	if props.LastModified != nil {
+		mod = *props.LastModified
+	}
+	return size, mod, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -132,6 +133,26 @@ func (s *Store) Delete(ctx context.Context, location string) error {
 		return fmt.Errorf("delete %s: %w", location, err)
 	}
 	return nil
+}
+
+// Stat returns the size and modification time of the file at location. A
+// missing file wraps fs.ErrNotExist.
+func (s *Store) Stat(ctx context.Context, location string) (int64, time.Time, error) {
+	p, err := Path(location)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, time.Time{}, fmt.Errorf("stat %s: %w", location, err)
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("stat %s: %w", location, err)
+	}
+	if !info.Mode().IsRegular() {
+		return 0, time.Time{}, fmt.Errorf("stat %s: not a regular file", location)
+	}
+	return info.Size(), info.ModTime(), nil
 }
 
 // ctxReader stops a copy when its context ends.
