@@ -39,14 +39,16 @@
 //     (tables.ApplyHandoff), which changes no row.
 //   - deletes orphans (orphans.go), hourly: objects under the table's
 //     location that no metadata refers to, older than
-//     maintenance.orphanAgeHours, which is what protects the uploader's
-//     segments waiting for their append. The listing comes first, then
+//     maintenance.orphanAgeHours. The listing comes first, then
 //     the table is loaded again, and again before each batch of deletes:
 //     an object a commit names while the cleanup runs is never deleted,
 //     however old, and one stored again since the listing neither (on
 //     Azure the delete is conditional on the ETag listed). A segment
 //     whose ready file is in this pod's WAL directory is kept whatever
-//     its age; one waiting in another pod's is kept only by the margin.
+//     its age; one waiting in another pod's may lose its object past the
+//     margin, never its rows: the committer checks each object before its
+//     append and hands a missing one back to the uploader, which uploads
+//     it again from the local ready file.
 //
 // Bloom-filter sidecars (<uuid>.bloom.<column>, shared/bloom) are named by
 // no table metadata, so upkeep keeps them beside their data file by name:

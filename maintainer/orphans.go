@@ -92,8 +92,10 @@ type listedObject struct {
 // ready file whose object is stored, the committer down for longer than
 // the margin): it is kept by its name, whatever its age. A segment
 // waiting in another pod's WAL directory is out of this maintainer's
-// sight: past the margin it is an orphan to this cleanup, so the margin
-// must still outlast a committer outage there.
+// sight: past the margin it is an orphan to this cleanup. Its rows are
+// not lost: the committer checks each object right before its append and
+// hands a missing one back to the uploader, which uploads it again from
+// the local ready file; the margin only sets how often that happens.
 //
 // Sidecars (<id>.bloom.<column>, shared/bloom) are named by no metadata:
 // one is kept while its data file <id>.parquet is named by the table or
