@@ -82,6 +82,9 @@
 // maintainer joins the Kafka group <consumerGroup>.maintainer of each
 // dataset and upkeeps the table only while it is assigned partition 0 of
 // the topic; a rebalance that takes it away waits for the pass under way.
+// A drain cancels the pass and leaves the groups within a second, also
+// while a join is held at the broker; a pod that dies without leaving
+// hands its tables over after maintenance.leaseSessionTimeoutSeconds.
 // Should two ever overlap (a member that lost its session without knowing
 // it yet), the steps' optimistic concurrency still makes it a retried
 // commit and a deleted compaction file, never a wrong table.
