@@ -42,10 +42,13 @@
 // retention to the ingestor at maintenance.maxSnapshots, so that a short
 // commit interval cannot grow metadata.json past about 450 KB.
 //
-// Old metadata.json versions are not the maintainer's job: the tables the
-// ingestor creates carry write.metadata.delete-after-commit.enabled and
+// Old metadata.json versions: the tables the ingestor creates carry
+// write.metadata.delete-after-commit.enabled and
 // write.metadata.previous-versions-max (tables.UpkeepProperties), which
-// iceberg-go applies at every commit, the committer's included.
+// iceberg-go applies at every commit, the committer's included. On a
+// table another engine created without the first, each pass deletes the
+// versions that have left the metadata log (metadatafiles.go), as the
+// property would.
 //
 // Ingest comes first. Expiry and the manifest rewrite are catalog commits
 // of their own with optimistic concurrency: when the committer appended in
