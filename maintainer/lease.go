@@ -59,6 +59,10 @@ type leases struct {
 	// LeaveGroup of close.
 	opts []kgo.Opt
 
+	// gained is signalled when a table's lease is gained, so that Run
+	// upkeeps it at once rather than at the next interval.
+	gained chan struct{}
+
 	mu    sync.Mutex
 	owned map[string]bool // dataset -> holds the lease
 	// busy is held by the upkeep of a dataset during a pass, and taken by
@@ -74,7 +78,7 @@ func newLeases(cfg *config.Config, log *slog.Logger, extra ...kgo.Opt) (*leases,
 	if cfg.Maintenance.Lease == LeaseNone {
 		return nil, nil
 	}
-	l := &leases{log: log, owned: map[string]bool{}, busy: map[string]*sync.Mutex{}}
+	l := &leases{log: log, owned: map[string]bool{}, busy: map[string]*sync.Mutex{}, gained: make(chan struct{}, 1)}
 	for _, d := range cfg.Datasets {
 		l.busy[d.Name] = &sync.Mutex{}
 	}
@@ -104,6 +108,10 @@ func newLeases(cfg *config.Config, log *slog.Logger, extra ...kgo.Opt) (*leases,
 					l.mu.Lock()
 					l.owned[name] = true
 					l.mu.Unlock()
+					select {
+					case l.gained <- struct{}{}:
+					default: // a pass is owed already
+					}
 				}
 				log.Info("maintainer lease", "dataset", name, "owned", owned)
 			}
@@ -155,6 +163,15 @@ func (l *leases) hold(dataset string) (release func(), ok bool) {
 		return nil, false
 	}
 	return b.Unlock, true
+}
+
+// gainedC returns a channel that receives when a lease was gained since
+// the last receive; nil (never ready) without leases.
+func (l *leases) gainedC() <-chan struct{} {
+	if l == nil {
+		return nil
+	}
+	return l.gained
 }
 
 // owns reports whether this maintainer holds dataset's lease now.
