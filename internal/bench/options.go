@@ -60,6 +60,11 @@ type Options struct {
 	// MaintenanceIntervalSeconds, when > 0 and Maintenance is true, is
 	// written as maintenance.intervalSeconds.
 	MaintenanceIntervalSeconds float64
+	// ForeignTable creates the table with Iceberg's own defaults for
+	// old metadata.json versions (kept: write.metadata.delete-after-commit.enabled
+	// false, write.metadata.previous-versions-max 100), as another engine
+	// creates it, instead of the ingestor's upkeep properties.
+	ForeignTable bool
 }
 
 // Kafka keys of the records, Options.KafkaKey.
