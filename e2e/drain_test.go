@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -78,4 +79,68 @@ func TestDrainHandsOffToTheOtherInstance(t *testing.T) {
 	w.checkTable(t, clicksTable, good)
 	t.Logf("e2e: two instances, %d events: hand-off to the other instance %s after SIGTERM, drain of the stopped instance %s",
 		events, handOff.Round(time.Millisecond), drain.Round(time.Millisecond))
+}
+
+// TestDrainRightAfterMaintainerRestart SIGKILLs the maintainer child of
+// `run`, lets the supervisor restart it and SIGTERMs the supervisor right
+// away. The restarted maintainer's group join is held at the broker until
+// the killed member's session times out (30 s here, as on a broker that
+// needs long sessions); the drain must not wait for it: the whole
+// shutdown ends within a few seconds, not at the drain budget with the
+// maintainer killed.
+func TestDrainRightAfterMaintainerRestart(t *testing.T) {
+	w := newWorld(t, worldOptions{topics: []string{clicksTopic}, partitions: 4})
+	o := clicksOptions()
+	o.upkeep = true
+	o.leaseSessionTimeoutSeconds = 30
+	a := w.newInstance("a", o)
+	defer a.dumpLogs()
+	p := a.start("run")
+	a.waitReady(t, 60*time.Second)
+
+	maintainerPID := func() int {
+		for _, c := range childPIDs(p.cmd.Process.Pid) {
+			if roleOf(c) == "maintainer" {
+				return c
+			}
+		}
+		return 0
+	}
+	held := func() bool { return a.peek("maintainer").Sum("ingestor_maintainer_lease_held") == 1 }
+	deadline := time.Now().Add(60 * time.Second)
+	for !held() {
+		if time.Now().After(deadline) {
+			t.Fatal("the maintainer does not hold the lease after 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	first := maintainerPID()
+	if first == 0 {
+		t.Fatal("no maintainer child")
+	}
+	syscall.Kill(first, syscall.SIGKILL)
+
+	// The supervisor restarts it after a second; it serves its metrics
+	// and joins the group, where the killed member still counts.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		if pid := maintainerPID(); pid != 0 && pid != first && len(a.peek("maintainer")) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the supervisor did not restart the maintainer within 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if held() {
+		t.Fatal("the restarted maintainer holds the lease already: its join was not held, the test proves nothing")
+	}
+
+	p.signal(syscall.SIGTERM)
+	took := p.wait(t, 5*time.Second)
+	if strings.Contains(a.log("run"), "drain budget spent") {
+		t.Errorf("the supervisor killed a role at the drain:\n%s", a.log("run"))
+	}
+	t.Logf("e2e: SIGTERM right after a maintainer restart: shutdown took %s (drain budget 60 s)", took.Round(time.Millisecond))
 }

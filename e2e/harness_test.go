@@ -276,6 +276,9 @@ type instanceOptions struct {
 	diskHighWatermarkPct int
 	// env is added to the environment of every process of the instance.
 	env []string
+	// leaseSessionTimeoutSeconds is maintenance.leaseSessionTimeoutSeconds;
+	// 0 keeps the default.
+	leaseSessionTimeoutSeconds float64
 }
 
 // instance is one ingestor deployment: a WAL directory and a config file,
@@ -347,8 +350,15 @@ catalog:
 	// are two, so that expiry and manifest rewrites run between the
 	// appends of the test, as they do over a month of a real table.
 	upkeepProps := ""
+	lease := ""
+	if o.leaseSessionTimeoutSeconds > 0 {
+		lease = fmt.Sprintf(", leaseSessionTimeoutSeconds: %g", o.leaseSessionTimeoutSeconds)
+	}
+	if !o.upkeep && lease != "" {
+		fmt.Fprintf(&b, "maintenance: {%s}\n", lease[2:])
+	}
 	if o.upkeep {
-		fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 1, compactionFanIn: %d}\n", o.compactionFanIn)
+		fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 1, compactionFanIn: %d%s}\n", o.compactionFanIn, lease)
 		upkeepProps = `      properties: {history.expire.max-snapshot-age-ms: "3000", history.expire.min-snapshots-to-keep: "1"}
 `
 	}

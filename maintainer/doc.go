@@ -65,10 +65,13 @@
 // retention to the ingestor at maintenance.maxSnapshots, so that a short
 // commit interval cannot grow metadata.json past about 450 KB.
 //
-// Old metadata.json versions are not the maintainer's job: the tables the
-// ingestor creates carry write.metadata.delete-after-commit.enabled and
+// Old metadata.json versions: the tables the ingestor creates carry
+// write.metadata.delete-after-commit.enabled and
 // write.metadata.previous-versions-max (tables.UpkeepProperties), which
-// iceberg-go applies at every commit, the committer's included.
+// iceberg-go applies at every commit, the committer's included. On a
+// table another engine created without the first, each pass deletes the
+// versions that have left the metadata log (metadatafiles.go), as the
+// property would.
 //
 // Ingest comes first. Expiry and the manifest rewrite are catalog commits
 // of their own with optimistic concurrency: when the committer appended in
@@ -106,6 +109,9 @@
 // maintainer joins the Kafka group <consumerGroup>.maintainer of each
 // dataset and upkeeps the table only while it is assigned partition 0 of
 // the topic; a rebalance that takes it away waits for the pass under way.
+// A drain cancels the pass and leaves the groups within a second, also
+// while a join is held at the broker; a pod that dies without leaving
+// hands its tables over after maintenance.leaseSessionTimeoutSeconds.
 // Should two ever overlap (a member that lost its session without knowing
 // it yet), the steps' optimistic concurrency still makes it a retried
 // commit and a deleted compaction file, never a wrong table.

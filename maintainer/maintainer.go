@@ -113,6 +113,9 @@ func (m *Maintainer) Run(ctx context.Context) error {
 			m.log.Info("maintainer stopped")
 			return nil
 		case <-tick.C:
+		case <-l.gainedC():
+			// A table's lease just came to this pod (its owner left or
+			// died): upkeep it now, not up to an interval later.
 		}
 	}
 }

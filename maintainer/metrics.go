@@ -13,6 +13,7 @@ const (
 	stepCompact   = "compact"
 	stepLoad      = "load"
 	stepOrphans   = "orphans"
+	stepMetadata  = "metadata"
 )
 
 // metrics are the maintainer's Prometheus metrics.
@@ -40,17 +41,21 @@ type metrics struct {
 	// deleted after the expiry commit (deletes.go).
 	expiredDeleted *prometheus.CounterVec
 	leaseHeld      *prometheus.GaugeVec
+	// metadataDeleted and metadataDeletedBytes are the old metadata.json
+	// versions deleted (metadatafiles.go).
+	metadataDeleted      *prometheus.CounterVec
+	metadataDeletedBytes *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_maintainer_steps_total",
-			Help: "Upkeep steps that committed a change, by step: expire, manifests, compact, orphans.",
+			Help: "Upkeep steps that committed a change or deleted files, by step: expire, manifests, compact, orphans, metadata.",
 		}, []string{"dataset", "step"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_maintainer_step_failures_total",
-			Help: "Upkeep steps that failed (after their conflict retries), by step: load, expire, manifests, compact, orphans.",
+			Help: "Upkeep steps that failed (after their conflict retries), by step: load, expire, manifests, compact, orphans, metadata.",
 		}, []string{"dataset", "step"}),
 		lastRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ingestor_maintainer_last_step_timestamp_seconds",
@@ -112,8 +117,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_maintainer_expired_files_deleted_total",
 			Help: "Objects that only expired snapshots referred to (manifest lists, manifests, data files compaction replaced), deleted after the expiry commit, two at a time.",
 		}, []string{"dataset"}),
+		metadataDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_metadata_files_deleted_total",
+			Help: "Old metadata.json versions deleted once they left the metadata log, on tables without write.metadata.delete-after-commit.enabled.",
+		}, []string{"dataset"}),
+		metadataDeletedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_metadata_bytes_deleted_total",
+			Help: "Bytes of the old metadata.json versions deleted.",
+		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.compactionsWaiting, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.orphansKept, m.expiredDeleted, m.leaseHeld} {
+	for _, c := range []prometheus.Collector{m.metadataDeleted, m.metadataDeletedBytes, m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.compactionsWaiting, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.orphansKept, m.expiredDeleted, m.leaseHeld} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register maintainer metrics: %w", err)
 		}
@@ -132,10 +145,12 @@ func (m *metrics) initDataset(name string) {
 	for _, r := range []string{keptCommitted, keptChanged, keptSidecar, keptWaiting} {
 		m.orphansKept.WithLabelValues(name, r)
 	}
-	for _, s := range []string{stepExpire, stepManifests, stepCompact, stepOrphans} {
+	m.metadataDeleted.WithLabelValues(name)
+	m.metadataDeletedBytes.WithLabelValues(name)
+	for _, s := range []string{stepExpire, stepManifests, stepCompact, stepOrphans, stepMetadata} {
 		m.runs.WithLabelValues(name, s)
 	}
-	for _, s := range []string{stepLoad, stepExpire, stepManifests, stepCompact, stepOrphans} {
+	for _, s := range []string{stepLoad, stepExpire, stepManifests, stepCompact, stepOrphans, stepMetadata} {
 		m.failures.WithLabelValues(name, s)
 	}
 }

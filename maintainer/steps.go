@@ -106,6 +106,20 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 		}
 		m.done(d.Name, stepCompact)
 	}
+	// After the steps that commit, each of which adds a metadata.json
+	// version: the versions they pushed out of the metadata log go in the
+	// same pass.
+	if n, size, err := m.deleteOldMetadata(ctx, tbl); err != nil {
+		m.fail(ctx, log, d.Name, stepMetadata, err)
+	} else {
+		if n > 0 {
+			m.metrics.runs.WithLabelValues(d.Name, stepMetadata).Inc()
+			m.metrics.metadataDeleted.WithLabelValues(d.Name).Add(float64(n))
+			m.metrics.metadataDeletedBytes.WithLabelValues(d.Name).Add(float64(size))
+			log.Info("deleted metadata.json versions that left the metadata log", "files", n, "bytes", size)
+		}
+		m.done(d.Name, stepMetadata)
+	}
 	// Last, on the table after the other steps: the files expiry and
 	// compaction left behind are among the orphans. Not while a
 	// compaction's hand-off waits: its files are orphans until the

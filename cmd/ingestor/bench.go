@@ -35,6 +35,7 @@ func runBench(args []string) int {
 		"unless given, its rate is %d, tenants %d, partitions %d, commit interval %gs, file age %g min, timeout %s",
 		soak.Rate, soak.Tenants, soak.Partitions, soak.CommitIntervalSeconds, soak.MaxFileAgeMinutes, soak.Timeout))
 	fs.IntVar(&o.SoakCheckpoints, "soak-checkpoints", soak.SoakCheckpoints, "soak run: checkpoints besides the one at the end")
+	fs.BoolVar(&o.ForeignTable, "foreign-table", false, "create the table as another engine would, keeping old metadata.json versions (write.metadata.delete-after-commit.enabled false, write.metadata.previous-versions-max 100)")
 	maintenance := fs.Bool("maintenance", true, "write maintenance.enabled into the configuration (only when given)")
 	fs.Float64Var(&o.MaintenanceIntervalSeconds, "maintenance-interval-seconds", 0, fmt.Sprintf("maintenance.intervalSeconds, written with --maintenance=true (soak run: %gs unless given)", soak.MaintenanceIntervalSeconds))
 	fs.Float64Var(&o.IdleCompactionMinutes, "idle-compaction-minutes", 0, fmt.Sprintf("maintenance.idleCompactionMinutes, written with --maintenance=true (soak run: %g min unless given)", soak.IdleCompactionMinutes))

@@ -69,6 +69,9 @@ func configYAML(s setup) string {
 	for _, c := range s.shape.Columns {
 		fmt.Fprintf(&b, "        - {name: %s, type: %q, required: %t}\n", c.Name, c.Type, c.Required)
 	}
+	if s.opts.ForeignTable {
+		fmt.Fprintf(&b, "      properties: {write.metadata.delete-after-commit.enabled: \"false\", write.metadata.previous-versions-max: \"100\"}\n")
+	}
 	fmt.Fprintf(&b, "      partition:\n        - {column: %s, transform: identity}\n        - {column: %s, transform: hour}\n",
 		devenv.ColumnTenant, devenv.ColumnTS)
 	return b.String()

@@ -66,6 +66,11 @@ type Options struct {
 	// so that the partitions idle by then are merged, as they would be at
 	// the end of a day.
 	IdleCompactionMinutes float64
+	// ForeignTable creates the table with Iceberg's own defaults for
+	// old metadata.json versions (kept: write.metadata.delete-after-commit.enabled
+	// false, write.metadata.previous-versions-max 100), as another engine
+	// creates it, instead of the ingestor's upkeep properties.
+	ForeignTable bool
 }
 
 // Kafka keys of the records, Options.KafkaKey.

@@ -30,6 +30,10 @@ const (
 	DefaultMaintenanceMaxSnapshots     = 300
 	DefaultMaintenanceOrphanAgeHours   = 72
 	DefaultMaintenanceLease            = "kafka"
+	// DefaultMaintenanceLeaseSessionTimeoutSeconds is the least session
+	// timeout a Kafka broker accepts by default (its
+	// group.min.session.timeout.ms is 6000).
+	DefaultMaintenanceLeaseSessionTimeoutSeconds = 6
 )
 
 // DefaultMaintenanceIdleCompactionMinutes is maintenance.idleCompactionMinutes
@@ -77,6 +81,16 @@ type Maintenance struct {
 	// Lease is how one maintainer per table is chosen across pods:
 	// DefaultMaintenanceLease (Kafka group membership) or "none".
 	Lease string `yaml:"lease"`
+	// LeaseSessionTimeoutSeconds is the Kafka session timeout of the
+	// maintainers' group: how long after a pod dies without leaving (a
+	// SIGKILL, a lost node) another pod's maintainer takes its tables over.
+	LeaseSessionTimeoutSeconds float64 `yaml:"leaseSessionTimeoutSeconds"`
+}
+
+// LeaseSessionTimeout returns maintenance.leaseSessionTimeoutSeconds as a
+// duration.
+func (c *Config) LeaseSessionTimeout() time.Duration {
+	return seconds(c.Maintenance.LeaseSessionTimeoutSeconds)
 }
 
 // IdleCompaction returns maintenance.idleCompactionMinutes as a
@@ -335,6 +349,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Maintenance.Lease == "" {
 		c.Maintenance.Lease = DefaultMaintenanceLease
+	}
+	if c.Maintenance.LeaseSessionTimeoutSeconds == 0 {
+		c.Maintenance.LeaseSessionTimeoutSeconds = DefaultMaintenanceLeaseSessionTimeoutSeconds
 	}
 	if c.Maintenance.MaxManifests == 0 {
 		c.Maintenance.MaxManifests = DefaultMaintenanceMaxManifests

@@ -316,6 +316,7 @@ func TestDocsDefaults(t *testing.T) {
 		"maintenance.orphanAgeHours":                DefaultMaintenanceOrphanAgeHours,
 		"maintenance.idleCompactionMinutes":         DefaultMaintenanceIdleCompactionMinutes,
 		"maintenance.lease":                         DefaultMaintenanceLease,
+		"maintenance.leaseSessionTimeoutSeconds":    DefaultMaintenanceLeaseSessionTimeoutSeconds,
 	}
 	if n := len(defaultConstants(t)); n != len(constants) {
 		t.Errorf("config.go declares %d Default constants (%v), this test maps %d to their keys: add the new one",

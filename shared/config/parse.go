@@ -262,6 +262,9 @@ func (c *Config) Validate() error {
 	if l := c.Maintenance.Lease; l != "" && l != "kafka" && l != "none" {
 		bad("maintenance.lease", "must be kafka or none, got %q", l)
 	}
+	if c.Maintenance.LeaseSessionTimeoutSeconds < 0 {
+		bad("maintenance.leaseSessionTimeoutSeconds", "must be positive, got %v", c.Maintenance.LeaseSessionTimeoutSeconds)
+	}
 	if c.Maintenance.OrphanAgeHours < 0 {
 		bad("maintenance.orphanAgeHours", "must be positive or 0 (no orphan cleanup), got %v", c.Maintenance.OrphanAgeHours)
 	}
