@@ -54,6 +54,27 @@ datasets:
 // note, and returns the appended file's size.
 func appendNotes(t *testing.T, cfg *config.Config, ids []int64) int64 {
 	t.Helper()
+	buf := make([]byte, 32)
+	next := appendFile(t, cfg, []arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, len(ids), func(b *array.RecordBuilder, i int) {
+		b.Field(0).(*array.Int64Builder).Append(ids[i])
+		rand.Read(buf)
+		b.Field(1).(*array.StringBuilder).Append(hex.EncodeToString(buf))
+	})
+	n, err := strconv64(next.CurrentSnapshot().Summary.Properties["added-files-size"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// appendFile commits one append of n rows of the columns fields, each
+// row filled by fill, into the first dataset's table, as another writer
+// of the table would; it returns the table after the commit.
+func appendFile(t *testing.T, cfg *config.Config, fields []arrow.Field, n int, fill func(b *array.RecordBuilder, i int)) *table.Table {
+	t.Helper()
 	ctx := context.Background()
 	cat, err := tables.OpenCatalog(ctx, cfg.Catalog)
 	if err != nil {
@@ -64,35 +85,25 @@ func appendNotes(t *testing.T, cfg *config.Config, ids []int64) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true},
-	}, nil)
+	sc := arrow.NewSchema(fields, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer b.Release()
-	buf := make([]byte, 32)
-	for _, id := range ids {
-		b.Field(0).(*array.Int64Builder).Append(id)
-		rand.Read(buf)
-		b.Field(1).(*array.StringBuilder).Append(hex.EncodeToString(buf))
+	for i := range n {
+		fill(b, i)
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
 	defer at.Release()
 	tx := tbl.NewTransaction()
-	if err := tx.AppendTable(ctx, at, int64(len(ids)), nil); err != nil {
+	if err := tx.AppendTable(ctx, at, int64(n), nil); err != nil {
 		t.Fatal(err)
 	}
 	next, err := tx.Commit(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := strconv64(next.CurrentSnapshot().Summary.Properties["added-files-size"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return next
 }
 
 func strconv64(s string) (int64, error) {

@@ -11,12 +11,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icewal/ingestor/shared/config"
-	"github.com/icewal/ingestor/shared/tables"
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
@@ -45,38 +43,13 @@ datasets:
 // returns its commit time.
 func appendTenant(t *testing.T, cfg *config.Config, tenant string, ids ...int64) time.Time {
 	t.Helper()
-	ctx := context.Background()
-	cat, err := tables.OpenCatalog(ctx, cfg.Catalog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeCat(cat)
-	tbl, err := tables.Load(ctx, cat, cfg.Datasets[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := arrow.NewSchema([]arrow.Field{
+	next := appendFile(t, cfg, []arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "tenant", Type: arrow.BinaryTypes.String},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	for _, id := range ids {
-		b.Field(0).(*array.Int64Builder).Append(id)
+	}, len(ids), func(b *array.RecordBuilder, i int) {
+		b.Field(0).(*array.Int64Builder).Append(ids[i])
 		b.Field(1).(*array.StringBuilder).Append(tenant)
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
-	defer at.Release()
-	tx := tbl.NewTransaction()
-	if err := tx.AppendTable(ctx, at, int64(len(ids)), nil); err != nil {
-		t.Fatal(err)
-	}
-	next, err := tx.Commit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	return time.UnixMilli(next.CurrentSnapshot().TimestampMs)
 }
 
