@@ -18,21 +18,28 @@ import (
 // uploader go on without it, so segments are uploaded and their offsets
 // committed, but no append names their objects. The objects then age four
 // days (their times are set back, as the outage would), and the
-// maintainer's orphan cleanup deletes every one of them, segments and
-// bloom-filter sidecars. Then `ingestor run` starts: the committer finds
-// each object missing before its append and hands the segment back, the
-// uploader uploads it again from the local ready file, and every event is
-// in the table once, with a full scan of the table succeeding.
+// maintainer's orphan cleanup runs.
 //
-// Before, the committer appended the deleted objects and deleted the
-// local copies: the scan failed with "no such file or directory" and the
-// rows were gone.
+// In "maintainer in another pod" the cleanup runs in a second instance's
+// maintainer, which holds the tables' lease throughout, as a pod on
+// another node would while this one's committer is down: it cannot see
+// this pod's WAL directory, so it deletes every waiting object, segments
+// and bloom-filter sidecars. Then `ingestor run` starts: the committer
+// finds each object missing before its append and hands the segment back,
+// the uploader uploads it again from the local ready file, and every event
+// is in the table once, with a full scan of the table succeeding. Before,
+// the committer appended the deleted objects and deleted the local copies:
+// the scan failed with "no such file or directory" and the rows were gone.
 //
-// The committer is crashed right after its hand-back
+// In "one pod" the cleanup sees the ready files in its own WAL directory
+// and keeps their objects, however old (reason "waiting"); the committer
+// then finds them older than half the margin and hands them back all the
+// same ("aged"), so that no append can still be in flight when a cleanup
+// elsewhere would take them.
+//
+// In both, the committer is crashed right after its hand-back
 // (committer.after-hand-back); the supervisor starts it again and nothing
-// is lost or doubled. In "maintainer in another pod" the cleanup runs in a
-// second instance's maintainer, which holds the tables' lease throughout,
-// as a pod on another node would while this one's committer is down.
+// is lost or doubled.
 func TestOutageLongerThanOrphanMargin(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -98,18 +105,31 @@ func testOutageLongerThanOrphanMargin(t *testing.T, otherPod bool) {
 			t.Fatal(err)
 		}
 	}
-	// The maintainer's first pass runs the orphan cleanup, which takes
-	// them all.
+	// The maintainer's first pass runs the orphan cleanup. Another pod's
+	// takes them all; this pod's keeps the segments whose ready files it
+	// sees, and their sidecars with them.
 	upkeep.start("maintainer")
 	deadline = time.Now().Add(60 * time.Second)
-	for upkeep.peek("maintainer").Sum("ingestor_maintainer_orphan_files_deleted_total") < float64(len(objects)) {
+	for {
+		m := upkeep.peek("maintainer")
+		if otherPod && m.Sum("ingestor_maintainer_orphan_files_deleted_total") >= float64(len(objects)) {
+			break
+		}
+		if !otherPod && m.Sum("ingestor_maintainer_orphans_kept_total", `reason="waiting"`) >= float64(segments) {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the orphan cleanup did not delete the %d aged objects within 60 s", len(objects))
+			t.Fatalf("the orphan cleanup did not pass over the %d aged objects within 60 s (deleted %v, kept %v)", len(objects),
+				m.Sum("ingestor_maintainer_orphan_files_deleted_total"), m.ByLabel("ingestor_maintainer_orphans_kept_total", "reason"))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if left := dataObjects(t, w.warehouseDir()); len(left) > 0 {
-		t.Fatalf("the orphan cleanup left %d of %d aged objects: %v", len(left), len(objects), left)
+	left := dataObjects(t, w.warehouseDir())
+	if otherPod && len(left) > 0 {
+		t.Fatalf("the other pod's orphan cleanup left %d of %d aged objects: %v", len(left), len(objects), left)
+	}
+	if !otherPod && len(left) != len(objects) {
+		t.Fatalf("the orphan cleanup of the pod whose WAL directory holds the segments left %d of their %d objects, want all", len(left), len(objects))
 	}
 	if !otherPod {
 		in.stop(t, 60*time.Second)
@@ -151,10 +171,11 @@ func testOutageLongerThanOrphanMargin(t *testing.T, otherPod bool) {
 		t.Errorf("the committer never reached %s: %v", failpoint.CommitterAfterHandBack, err)
 	}
 	log := in.log("run")
-	if !strings.Contains(log, "handing the segments back to the uploader") || !strings.Contains(log, `"first_reason":"missing"`) {
-		t.Errorf("the committer's log does not show a hand-back of a missing object")
+	reason := map[bool]string{true: "missing", false: "aged"}[otherPod]
+	if !strings.Contains(log, "handing the segments back to the uploader") || !strings.Contains(log, `"first_reason":"`+reason+`"`) {
+		t.Errorf("the committer's log does not show a hand-back of a %s object", reason)
 	}
-	t.Logf("%d segments, %d objects deleted by the orphan cleanup; every event once after `run`", segments, len(objects))
+	t.Logf("%d segments, %d aged objects, %d of them left by the orphan cleanup; every event once after `run`", segments, len(objects), len(left))
 }
 
 // walHolds returns how many events the WAL directory's ready files hold
