@@ -20,6 +20,17 @@ const (
 	ReasonConvert = "convert"
 	// ReasonMissingRequired: a required column is missing or null.
 	ReasonMissingRequired = "missing_required"
+	// ReasonNotAvro: the payload is not Avro binary of its writer schema, or
+	// does not start with the Confluent wire format's magic byte 0 and
+	// schema id where a schema registry is configured.
+	ReasonNotAvro = "not_avro"
+	// ReasonNotProtobuf: the payload is not the Confluent Protobuf wire
+	// format (magic byte, schema id, message indexes) or its message does
+	// not parse against the schema.
+	ReasonNotProtobuf = "not_protobuf"
+	// ReasonUnknownSchema: the schema registry answers that the payload's
+	// schema id (or its message index) does not exist.
+	ReasonUnknownSchema = "unknown_schema"
 )
 
 // Error tells why a payload does not decode into a Row.
@@ -43,6 +54,12 @@ func (e *Error) Error() string {
 		return "decode payload: too large: " + e.Err.Error()
 	case ReasonTooDeep:
 		return "decode payload: " + e.Err.Error()
+	case ReasonNotAvro:
+		return "decode payload: not Avro: " + e.Err.Error()
+	case ReasonNotProtobuf:
+		return "decode payload: not Protobuf: " + e.Err.Error()
+	case ReasonUnknownSchema:
+		return "decode payload: unknown schema: " + e.Err.Error()
 	case ReasonMissingRequired:
 		return fmt.Sprintf("decode column %q: required value is missing or null", e.Column)
 	}
