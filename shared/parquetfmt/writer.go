@@ -1,0 +1,196 @@
+package parquetfmt
+
+import (
+	"encoding/base64"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// Layout is the Parquet form of a flat table's Arrow schema: the schema
+// pqarrow would write (field ids, logical types) and the key-value
+// metadata it would store (the Arrow schema under ARROW:schema), made
+// once and shared by every file of the table. A reader cannot tell a
+// file written from Columns from one written by pqarrow.
+type Layout struct {
+	schema *schema.Schema
+	leaves []leaf
+	meta   metadata.KeyValueMetadata
+}
+
+// NewLayout returns the layout of sc, whose columns must all be flat
+// (no struct, list or map): nested tables keep pqarrow.
+func NewLayout(sc *arrow.Schema) (*Layout, error) {
+	ps, err := pqarrow.ToParquet(sc, nil, ArrowWriterProperties())
+	if err != nil {
+		return nil, fmt.Errorf("parquet schema: %w", err)
+	}
+	leaves, err := leavesOf(ps)
+	if err != nil {
+		return nil, err
+	}
+	// As pqarrow.NewFileWriter does: the Arrow schema's own metadata,
+	// then the serialized schema (a flat schema has no list element
+	// names for pqarrow to normalize).
+	meta := make(metadata.KeyValueMetadata, 0, sc.Metadata().Len()+1)
+	for i, k := range sc.Metadata().Keys() {
+		meta.Append(k, sc.Metadata().Values()[i])
+	}
+	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sc, memory.DefaultAllocator)))
+	return &Layout{schema: ps, leaves: leaves, meta: meta}, nil
+}
+
+// Path is the Parquet column path of column i (its name, flat).
+func (l *Layout) Path(i int) string { return l.leaves[i].path }
+
+// ColumnWriter writes a Parquet file of a flat table from Columns, one
+// row group each, through arrow-go's column chunk writers.
+type ColumnWriter struct {
+	layout *Layout
+	fw     *file.Writer
+	// sample is scratch for the dictionary decision (useDict).
+	sample []uint64
+}
+
+// NewColumnWriter starts a file of layout on w with props (WriterProperties).
+func NewColumnWriter(w io.Writer, layout *Layout, props *parquet.WriterProperties) (*ColumnWriter, error) {
+	meta := make(metadata.KeyValueMetadata, 0, len(layout.meta)+2)
+	for _, kv := range layout.meta {
+		meta.Append(kv.Key, *kv.Value)
+	}
+	fw, err := file.NewParquetWriterWithError(w, layout.schema.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	if err != nil {
+		return nil, err
+	}
+	return &ColumnWriter{layout: layout, fw: fw}, nil
+}
+
+// AppendKeyValueMetadata adds a key to the footer's metadata.
+func (w *ColumnWriter) AppendKeyValueMetadata(key, value string) error {
+	return w.fw.AppendKeyValueMetadata(key, value)
+}
+
+// Dictionary choice per column chunk. arrow-go hashes every value of a
+// dictionary column into its memo table and falls back to plain only
+// when the dictionary passes DictPageLimit: on a wide table of ids and
+// free text that hashing was most of the write. A chunk is written plain
+// from the start when a dictionary cannot pay: it has few values (its
+// dictionary page and zstd frame cost about what they save), or an even
+// sample of its values is nearly all distinct.
+const (
+	dictMinValues = 1024
+	dictSample    = 512
+	// dictMaxDistinct is the share of distinct values in the sample (in
+	// 1/100) from which a chunk is written plain.
+	dictMaxDistinct = 90
+)
+
+var sampleSeed = maphash.MakeSeed()
+
+// useDict reports whether column i's chunk of c should keep its
+// dictionary.
+func (w *ColumnWriter) useDict(col *Column, t parquet.Type) bool {
+	n := col.present(t)
+	if n < dictMinValues || t == parquet.Types.Boolean {
+		return false
+	}
+	step := n / dictSample
+	s := w.sample[:0]
+	for k := 0; k < dictSample; k++ {
+		j := k * step
+		var h uint64
+		switch t {
+		case parquet.Types.Int32:
+			h = uint64(col.Int32[j])
+		case parquet.Types.Int64:
+			h = uint64(col.Int64[j])
+		case parquet.Types.Float:
+			h = uint64(math.Float32bits(col.Float32[j]))
+		case parquet.Types.Double:
+			h = math.Float64bits(col.Float64[j])
+		case parquet.Types.ByteArray:
+			h = maphash.Bytes(sampleSeed, col.Bytes[j])
+		case parquet.Types.FixedLenByteArray:
+			h = maphash.Bytes(sampleSeed, col.Fixed[j])
+		}
+		s = append(s, h)
+	}
+	slices.Sort(s)
+	distinct := len(slices.Compact(s))
+	w.sample = s[:0]
+	return distinct*100 < dictMaxDistinct*len(s)
+}
+
+// WriteRowGroup writes c as one row group: one WriteBatch per column
+// chunk. c is not changed except that its converted fixed-length values
+// are made visible (Column.Fixed).
+func (w *ColumnWriter) WriteRowGroup(c *Columns) error {
+	if len(c.Cols) != len(w.layout.leaves) {
+		return fmt.Errorf("row group has %d columns, the schema %d", len(c.Cols), len(w.layout.leaves))
+	}
+	rg, err := w.fw.AppendRowGroupChecked()
+	if err != nil {
+		return err
+	}
+	for i := range c.Cols {
+		col := &c.Cols[i]
+		lf := w.layout.leaves[i]
+		if len(col.Defs) != c.Rows {
+			return fmt.Errorf("column %s: %d definition levels for %d rows", lf.path, len(col.Defs), c.Rows)
+		}
+		if len(col.Fixed) == 0 {
+			col.sealFixed()
+		}
+		cw, err := rg.NextColumn()
+		if err != nil {
+			return fmt.Errorf("column %s: %w", lf.path, err)
+		}
+		if !w.useDict(col, lf.typ) {
+			cw.FallbackToPlain()
+		}
+		if err := writeChunk(cw, col); err != nil {
+			return fmt.Errorf("column %s: %w", lf.path, err)
+		}
+	}
+	return rg.Close()
+}
+
+func writeChunk(cw file.ColumnChunkWriter, col *Column) error {
+	var err error
+	switch cw := cw.(type) {
+	case *file.Int32ColumnChunkWriter:
+		_, err = cw.WriteBatch(col.Int32, col.Defs, nil)
+	case *file.Int64ColumnChunkWriter:
+		_, err = cw.WriteBatch(col.Int64, col.Defs, nil)
+	case *file.Float32ColumnChunkWriter:
+		_, err = cw.WriteBatch(col.Float32, col.Defs, nil)
+	case *file.Float64ColumnChunkWriter:
+		_, err = cw.WriteBatch(col.Float64, col.Defs, nil)
+	case *file.BooleanColumnChunkWriter:
+		_, err = cw.WriteBatch(col.Bool, col.Defs, nil)
+	case *file.ByteArrayColumnChunkWriter:
+		_, err = cw.WriteBatch(col.Bytes, col.Defs, nil)
+	case *file.FixedLenByteArrayColumnChunkWriter:
+		_, err = cw.WriteBatch(col.Fixed, col.Defs, nil)
+	default:
+		err = fmt.Errorf("unsupported column writer %T", cw)
+	}
+	return err
+}
+
+// Close writes the footer.
+func (w *ColumnWriter) Close() error { return w.fw.Close() }
+
+// FileMetadata is the footer written by Close.
+func (w *ColumnWriter) FileMetadata() (*metadata.FileMetaData, error) { return w.fw.FileMetadata() }
