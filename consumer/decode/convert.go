@@ -138,9 +138,12 @@ func newConverter(t iceberg.Type, path string) (*converter, error) {
 // convertError is a conversion failure inside one column; path holds the
 // nested field names and indexes from the innermost outwards.
 type convertError struct {
-	path  []string
-	msg   string
-	value any
+	path []string
+	msg  string
+	// value is the offending value rendered when the error was made: the
+	// JSON value may share its bytes with a payload the caller reuses
+	// (DecodeInto), while the error is logged and dead-lettered later.
+	value string
 }
 
 func (e *convertError) Error() string {
@@ -154,7 +157,7 @@ func (e *convertError) Error() string {
 	b.WriteString(e.msg)
 	if e.msg != msgMissingField {
 		b.WriteString(" (value ")
-		b.WriteString(renderValue(e.value, maxRenderedValue))
+		b.WriteString(e.value)
 		b.WriteString(")")
 	}
 	return b.String()
@@ -171,7 +174,7 @@ func within(err error, seg string) error {
 }
 
 func convErr(c *converter, v any, reason string) error {
-	return &convertError{msg: "cannot convert " + jsonKind(v) + " to " + c.typ.String() + ": " + reason, value: v}
+	return &convertError{msg: "cannot convert " + jsonKind(v) + " to " + c.typ.String() + ": " + reason, value: renderValue(v, maxRenderedValue)}
 }
 
 func jsonKind(v any) string {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/apache/iceberg-go"
 	"github.com/jmespath/go-jmespath"
@@ -136,16 +137,27 @@ func (d *Decoder) Limits() (maxBytes, maxDepth int) { return d.maxBytes, d.maxDe
 // DecodeInto parses one JSON payload and converts it to a Row, written
 // into dst when it has room for the row, so a caller that is done with
 // each row before the next (the segment writer copies the values into
-// Arrow builders) allocates no Row per record. The returned Row is dst
-// resliced, or a new one when dst is too small. The error is always a
-// *Error.
+// its row buffer or Arrow builders) allocates no Row per record. The
+// returned Row is dst resliced, or a new one when dst is too small. The
+// error is always a *Error, and holds nothing of the payload.
+//
+// The payload is parsed in place, not copied: a string in the row (a
+// string column, a map key, a string inside a struct or list) that had
+// no escape in the JSON text shares its bytes with payload. The row is
+// therefore valid only as long as payload is not modified; a caller that
+// reuses or overwrites the payload's buffer must copy the row's strings
+// first. Binary, fixed, decimal and the other non-string values never
+// share the payload's bytes.
 func (d *Decoder) DecodeInto(dst Row, payload []byte) (Row, error) {
-	// One copy of the payload; every unescaped string and every number in
-	// the row is a substring of it.
 	if d.maxBytes > 0 && len(payload) > d.maxBytes {
 		return nil, &Error{Reason: ReasonTooLarge, Err: fmt.Errorf("%d bytes, over the limit of %d", len(payload), d.maxBytes)}
 	}
-	p := parser{s: string(payload), max: d.maxDepth}
+	// The payload is read as a string without a copy (wide events are
+	// 2 KB, and copying them was the only allocation the size of the
+	// record); every unescaped string and every number in the row is a
+	// substring of it, so the row aliases payload (see above). Nothing
+	// here writes to payload.
+	p := parser{s: unsafe.String(unsafe.SliceData(payload), len(payload)), max: d.maxDepth}
 	var row Row
 	if cap(dst) >= len(d.cols) {
 		row = dst[:len(d.cols)]

@@ -20,6 +20,8 @@
 //	            go-jmespath
 //	trie.go     the trie of plain paths, which lets the reader build only
 //	            the selected values in one pass
+//	keytable.go the frozen hash table of a trie node's keys, which the
+//	            reader looks every object key up in
 //	convert.go  conversion of a JSON value to each Iceberg type
 //	number.go   exact number parsing: integers, floats, decimals
 //	time.go     dates, times of day and RFC 3339 timestamps

@@ -263,7 +263,7 @@ func (p *parser) walk(mode walkMode, n *node, row []any, out *any) error {
 			err = p.skip()
 		case visit:
 			// Most keys are not on a path: skip them without a call more.
-			if child := w.n.children[key]; child == nil {
+			if child := w.n.keys.find(key); child == nil {
 				err = p.skip()
 			} else {
 				err = p.member(child, w.row)
