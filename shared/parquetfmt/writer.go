@@ -159,30 +159,39 @@ func (w *ColumnWriter) WriteRowGroup(c *Columns) error {
 		if !w.useDict(col, lf.typ) {
 			cw.FallbackToPlain()
 		}
-		if err := writeChunk(cw, col); err != nil {
+		defs := col.Defs
+		if lf.required {
+			// A required column has no levels; a row without its value
+			// would shift every later value onto the wrong row.
+			if n := col.present(lf.typ); n != c.Rows {
+				return fmt.Errorf("column %s is required: %d values for %d rows", lf.path, n, c.Rows)
+			}
+			defs = nil
+		}
+		if err := writeChunk(cw, col, defs); err != nil {
 			return fmt.Errorf("column %s: %w", lf.path, err)
 		}
 	}
 	return rg.Close()
 }
 
-func writeChunk(cw file.ColumnChunkWriter, col *Column) error {
+func writeChunk(cw file.ColumnChunkWriter, col *Column, defs []int16) error {
 	var err error
 	switch cw := cw.(type) {
 	case *file.Int32ColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Int32, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Int32, defs, nil)
 	case *file.Int64ColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Int64, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Int64, defs, nil)
 	case *file.Float32ColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Float32, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Float32, defs, nil)
 	case *file.Float64ColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Float64, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Float64, defs, nil)
 	case *file.BooleanColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Bool, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Bool, defs, nil)
 	case *file.ByteArrayColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Bytes, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Bytes, defs, nil)
 	case *file.FixedLenByteArrayColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Fixed, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Fixed, defs, nil)
 	default:
 		err = fmt.Errorf("unsupported column writer %T", cw)
 	}

@@ -36,7 +36,8 @@ func everyFlatType(t testing.TB) *arrow.Schema {
 	}
 	var fields []iceberg.NestedField
 	for i, ty := range types {
-		fields = append(fields, iceberg.NestedField{ID: 100 + i, Name: fmt.Sprintf("c%02d", i), Type: ty})
+		// The last column is required: no definition levels.
+		fields = append(fields, iceberg.NestedField{ID: 100 + i, Name: fmt.Sprintf("c%02d", i), Type: ty, Required: i == len(types)-1})
 	}
 	sc, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, fields...), nil, true, false)
 	if err != nil {
@@ -55,6 +56,9 @@ func randomRecord(t testing.TB, sc *arrow.Schema, rows int, seed uint64) arrow.R
 	defer b.Release()
 	for i, fb := range b.Fields() {
 		nullEvery := []int{0, 2, 3, 50, 7}[i%5]
+		if !sc.Field(i).Nullable {
+			nullEvery = 0
+		}
 		lowCard := i%2 == 0
 		for r := 0; r < rows; r++ {
 			if nullEvery > 0 && rnd.IntN(nullEvery) == 0 {
@@ -342,5 +346,3 @@ func readTable(t *testing.T, data []byte) arrow.Table {
 	t.Cleanup(tbl.Release)
 	return tbl
 }
-
-
