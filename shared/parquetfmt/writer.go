@@ -61,6 +61,9 @@ type ColumnWriter struct {
 	fw     *file.Writer
 	// sample is scratch for the dictionary decision (useDict).
 	sample []uint64
+	dict   dictScratch
+	// dictLimit is the dictionary size from which a chunk is plain.
+	dictLimit int
 }
 
 // NewColumnWriter starts a file of layout on w with props (WriterProperties).
@@ -73,7 +76,7 @@ func NewColumnWriter(w io.Writer, layout *Layout, props *parquet.WriterPropertie
 	if err != nil {
 		return nil, err
 	}
-	return &ColumnWriter{layout: layout, fw: fw}, nil
+	return &ColumnWriter{layout: layout, fw: fw, dictLimit: int(props.DictionaryPageSizeLimit())}, nil
 }
 
 // AppendKeyValueMetadata adds a key to the footer's metadata.
@@ -156,7 +159,18 @@ func (w *ColumnWriter) WriteRowGroup(c *Columns) error {
 		if err != nil {
 			return fmt.Errorf("column %s: %w", lf.path, err)
 		}
-		if !w.useDict(col, lf.typ) {
+		dict := w.useDict(col, lf.typ)
+		if ba, ok := cw.(*file.ByteArrayColumnChunkWriter); ok && dict && !lf.required {
+			done, err := w.writeDictBytes(ba, col, c.Rows, w.dictLimit)
+			if err != nil {
+				return fmt.Errorf("column %s: %w", lf.path, err)
+			}
+			if done {
+				continue
+			}
+			dict = false
+		}
+		if !dict {
 			cw.FallbackToPlain()
 		}
 		defs := col.Defs
