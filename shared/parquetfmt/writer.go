@@ -101,8 +101,12 @@ const (
 
 var sampleSeed = maphash.MakeSeed()
 
-// useDict reports whether column i's chunk of c should keep its
-// dictionary.
+// useDict reports whether col's chunk should keep its dictionary: it
+// has enough values, its sample is not nearly all distinct, and the
+// dictionary its sample predicts stays under the writer's dictionary
+// limit (past it arrow-go would fall back to plain after hashing the
+// values into it). The distinct count is the GEE estimate (Charikar et
+// al.): values seen once in the sample stand for sqrt(n/sample) each.
 func (w *ColumnWriter) useDict(col *Column, t parquet.Type) bool {
 	n := col.present(t)
 	if n < dictMinValues || t == parquet.Types.Boolean {
@@ -110,29 +114,45 @@ func (w *ColumnWriter) useDict(col *Column, t parquet.Type) bool {
 	}
 	step := n / dictSample
 	s := w.sample[:0]
+	size := 0 // bytes of the sampled values
 	for k := 0; k < dictSample; k++ {
 		j := k * step
 		var h uint64
 		switch t {
 		case parquet.Types.Int32:
-			h = uint64(col.Int32[j])
+			h, size = uint64(col.Int32[j]), size+4
 		case parquet.Types.Int64:
-			h = uint64(col.Int64[j])
+			h, size = uint64(col.Int64[j]), size+8
 		case parquet.Types.Float:
-			h = uint64(math.Float32bits(col.Float32[j]))
+			h, size = uint64(math.Float32bits(col.Float32[j])), size+4
 		case parquet.Types.Double:
-			h = math.Float64bits(col.Float64[j])
+			h, size = math.Float64bits(col.Float64[j]), size+8
 		case parquet.Types.ByteArray:
-			h = maphash.Bytes(sampleSeed, col.Bytes[j])
+			h, size = maphash.Bytes(sampleSeed, col.Bytes[j]), size+len(col.Bytes[j])+4
 		case parquet.Types.FixedLenByteArray:
-			h = maphash.Bytes(sampleSeed, col.Fixed[j])
+			h, size = maphash.Bytes(sampleSeed, col.Fixed[j]), size+len(col.Fixed[j])
 		}
 		s = append(s, h)
 	}
 	slices.Sort(s)
-	distinct := len(slices.Compact(s))
+	distinct, once := 0, 0
+	for i := 0; i < len(s); {
+		j := i + 1
+		for j < len(s) && s[j] == s[i] {
+			j++
+		}
+		distinct++
+		if j == i+1 {
+			once++
+		}
+		i = j
+	}
 	w.sample = s[:0]
-	return distinct*100 < dictMaxDistinct*len(s)
+	if distinct*100 >= dictMaxDistinct*len(s) {
+		return false
+	}
+	estimate := math.Sqrt(float64(n)/float64(len(s)))*float64(once) + float64(distinct-once)
+	return estimate*float64(size)/float64(len(s)) < float64(w.dictLimit)
 }
 
 // WriteRowGroup writes c as one row group: one WriteBatch per column
