@@ -134,19 +134,20 @@ func (col *Column) present(t parquet.Type) int {
 
 // leaf is what Columns and the writer need to know of a column.
 type leaf struct {
-	path  string
-	typ   parquet.Type
-	width int // fixed-length byte width
+	path     string
+	typ      parquet.Type
+	width    int  // fixed-length byte width
+	required bool // no definition levels: every row has a value
 }
 
 func leavesOf(sc *schema.Schema) ([]leaf, error) {
 	out := make([]leaf, sc.NumColumns())
 	for i := range out {
 		c := sc.Column(i)
-		if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() != 1 {
-			return nil, fmt.Errorf("column %s is nested or required: only flat optional columns are written from Columns", c.Path())
+		if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 || len(c.ColumnPath()) != 1 {
+			return nil, fmt.Errorf("column %s is nested: only flat columns are written from Columns", c.Path())
 		}
-		out[i] = leaf{path: c.Path(), typ: c.PhysicalType()}
+		out[i] = leaf{path: c.Path(), typ: c.PhysicalType(), required: c.MaxDefinitionLevel() == 0}
 		if c.PhysicalType() == parquet.Types.FixedLenByteArray {
 			out[i].width = c.TypeLength()
 		}

@@ -61,6 +61,9 @@ type ColumnWriter struct {
 	fw     *file.Writer
 	// sample is scratch for the dictionary decision (useDict).
 	sample []uint64
+	dict   dictScratch
+	// dictLimit is the dictionary size from which a chunk is plain.
+	dictLimit int
 }
 
 // NewColumnWriter starts a file of layout on w with props (WriterProperties).
@@ -73,7 +76,7 @@ func NewColumnWriter(w io.Writer, layout *Layout, props *parquet.WriterPropertie
 	if err != nil {
 		return nil, err
 	}
-	return &ColumnWriter{layout: layout, fw: fw}, nil
+	return &ColumnWriter{layout: layout, fw: fw, dictLimit: int(props.DictionaryPageSizeLimit())}, nil
 }
 
 // AppendKeyValueMetadata adds a key to the footer's metadata.
@@ -98,8 +101,12 @@ const (
 
 var sampleSeed = maphash.MakeSeed()
 
-// useDict reports whether column i's chunk of c should keep its
-// dictionary.
+// useDict reports whether col's chunk should keep its dictionary: it
+// has enough values, its sample is not nearly all distinct, and the
+// dictionary its sample predicts stays under the writer's dictionary
+// limit (past it arrow-go would fall back to plain after hashing the
+// values into it). The distinct count is the GEE estimate (Charikar et
+// al.): values seen once in the sample stand for sqrt(n/sample) each.
 func (w *ColumnWriter) useDict(col *Column, t parquet.Type) bool {
 	n := col.present(t)
 	if n < dictMinValues || t == parquet.Types.Boolean {
@@ -107,29 +114,45 @@ func (w *ColumnWriter) useDict(col *Column, t parquet.Type) bool {
 	}
 	step := n / dictSample
 	s := w.sample[:0]
+	size := 0 // bytes of the sampled values
 	for k := 0; k < dictSample; k++ {
 		j := k * step
 		var h uint64
 		switch t {
 		case parquet.Types.Int32:
-			h = uint64(col.Int32[j])
+			h, size = uint64(col.Int32[j]), size+4
 		case parquet.Types.Int64:
-			h = uint64(col.Int64[j])
+			h, size = uint64(col.Int64[j]), size+8
 		case parquet.Types.Float:
-			h = uint64(math.Float32bits(col.Float32[j]))
+			h, size = uint64(math.Float32bits(col.Float32[j])), size+4
 		case parquet.Types.Double:
-			h = math.Float64bits(col.Float64[j])
+			h, size = math.Float64bits(col.Float64[j]), size+8
 		case parquet.Types.ByteArray:
-			h = maphash.Bytes(sampleSeed, col.Bytes[j])
+			h, size = maphash.Bytes(sampleSeed, col.Bytes[j]), size+len(col.Bytes[j])+4
 		case parquet.Types.FixedLenByteArray:
-			h = maphash.Bytes(sampleSeed, col.Fixed[j])
+			h, size = maphash.Bytes(sampleSeed, col.Fixed[j]), size+len(col.Fixed[j])
 		}
 		s = append(s, h)
 	}
 	slices.Sort(s)
-	distinct := len(slices.Compact(s))
+	distinct, once := 0, 0
+	for i := 0; i < len(s); {
+		j := i + 1
+		for j < len(s) && s[j] == s[i] {
+			j++
+		}
+		distinct++
+		if j == i+1 {
+			once++
+		}
+		i = j
+	}
 	w.sample = s[:0]
-	return distinct*100 < dictMaxDistinct*len(s)
+	if distinct*100 >= dictMaxDistinct*len(s) {
+		return false
+	}
+	estimate := math.Sqrt(float64(n)/float64(len(s)))*float64(once) + float64(distinct-once)
+	return estimate*float64(size)/float64(len(s)) < float64(w.dictLimit)
 }
 
 // WriteRowGroup writes c as one row group: one WriteBatch per column
@@ -156,33 +179,53 @@ func (w *ColumnWriter) WriteRowGroup(c *Columns) error {
 		if err != nil {
 			return fmt.Errorf("column %s: %w", lf.path, err)
 		}
-		if !w.useDict(col, lf.typ) {
+		dict := w.useDict(col, lf.typ)
+		if ba, ok := cw.(*file.ByteArrayColumnChunkWriter); ok && dict && !lf.required {
+			done, err := w.writeDictBytes(ba, col, c.Rows, w.dictLimit)
+			if err != nil {
+				return fmt.Errorf("column %s: %w", lf.path, err)
+			}
+			if done {
+				continue
+			}
+			dict = false
+		}
+		if !dict {
 			cw.FallbackToPlain()
 		}
-		if err := writeChunk(cw, col); err != nil {
+		defs := col.Defs
+		if lf.required {
+			// A required column has no levels; a row without its value
+			// would shift every later value onto the wrong row.
+			if n := col.present(lf.typ); n != c.Rows {
+				return fmt.Errorf("column %s is required: %d values for %d rows", lf.path, n, c.Rows)
+			}
+			defs = nil
+		}
+		if err := writeChunk(cw, col, defs); err != nil {
 			return fmt.Errorf("column %s: %w", lf.path, err)
 		}
 	}
 	return rg.Close()
 }
 
-func writeChunk(cw file.ColumnChunkWriter, col *Column) error {
+func writeChunk(cw file.ColumnChunkWriter, col *Column, defs []int16) error {
 	var err error
 	switch cw := cw.(type) {
 	case *file.Int32ColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Int32, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Int32, defs, nil)
 	case *file.Int64ColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Int64, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Int64, defs, nil)
 	case *file.Float32ColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Float32, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Float32, defs, nil)
 	case *file.Float64ColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Float64, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Float64, defs, nil)
 	case *file.BooleanColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Bool, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Bool, defs, nil)
 	case *file.ByteArrayColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Bytes, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Bytes, defs, nil)
 	case *file.FixedLenByteArrayColumnChunkWriter:
-		_, err = cw.WriteBatch(col.Fixed, col.Defs, nil)
+		_, err = cw.WriteBatch(col.Fixed, defs, nil)
 	default:
 		err = fmt.Errorf("unsupported column writer %T", cw)
 	}

@@ -36,7 +36,8 @@ func everyFlatType(t testing.TB) *arrow.Schema {
 	}
 	var fields []iceberg.NestedField
 	for i, ty := range types {
-		fields = append(fields, iceberg.NestedField{ID: 100 + i, Name: fmt.Sprintf("c%02d", i), Type: ty})
+		// The last column is required: no definition levels.
+		fields = append(fields, iceberg.NestedField{ID: 100 + i, Name: fmt.Sprintf("c%02d", i), Type: ty, Required: i == len(types)-1})
 	}
 	sc, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, fields...), nil, true, false)
 	if err != nil {
@@ -55,6 +56,9 @@ func randomRecord(t testing.TB, sc *arrow.Schema, rows int, seed uint64) arrow.R
 	defer b.Release()
 	for i, fb := range b.Fields() {
 		nullEvery := []int{0, 2, 3, 50, 7}[i%5]
+		if !sc.Field(i).Nullable {
+			nullEvery = 0
+		}
 		lowCard := i%2 == 0
 		for r := 0; r < rows; r++ {
 			if nullEvery > 0 && rnd.IntN(nullEvery) == 0 {
@@ -67,6 +71,10 @@ func randomRecord(t testing.TB, sc *arrow.Schema, rows int, seed uint64) arrow.R
 			}
 			switch fb := fb.(type) {
 			case *array.StringBuilder:
+				if n%37 == 5 { // empty strings count in min and max
+					fb.Append("")
+					continue
+				}
 				fb.Append(fmt.Sprintf("value-%d-%s", n, strings.Repeat("x", int(uint64(n)%20))))
 			case *array.BinaryBuilder:
 				fb.Append([]byte(fmt.Sprint(n)))
@@ -269,6 +277,13 @@ func TestColumnWriterMatchesPqarrow(t *testing.T) {
 					if a, b := statsString(t, co), statsString(t, cn); a != b {
 						t.Errorf("row group %d column %s statistics: pqarrow %s, columns %s", g, sc.Field(c).Name, a, b)
 					}
+					// Low-cardinality strings keep a dictionary (built by
+					// the writer itself); all-distinct ones are plain.
+					if tc.rows[g] >= dictMinValues && sc.Field(c).Type.ID() == arrow.STRING {
+						if want := c%2 == 0; cn.HasDictionaryPage() != want {
+							t.Errorf("row group %d column %s: dictionary page %v, want %v", g, sc.Field(c).Name, cn.HasDictionaryPage(), want)
+						}
+					}
 					if cn.Compression() != co.Compression() {
 						t.Errorf("column %s compression: pqarrow %s, columns %s", sc.Field(c).Name, co.Compression(), cn.Compression())
 					}
@@ -342,5 +357,3 @@ func readTable(t *testing.T, data []byte) arrow.Table {
 	t.Cleanup(tbl.Release)
 	return tbl
 }
-
-
