@@ -176,7 +176,10 @@ func (d *Decoder) DecodeInto(dst Row, payload []byte) (Row, error) {
 		// Only plain paths: one pass that materializes only the mapped
 		// values and validates the rest without building it, converting
 		// most of them as it reads them.
-		if err := p.visitDocument(d.root, row); err != nil {
+		p.box = cellPool.Get().(*cells)
+		err := p.visitDocument(d.root, row)
+		cellPool.Put(p.box)
+		if err != nil {
 			return nil, syntaxError(err)
 		}
 		if err := d.convertPending(row, &p.pending); err != nil {

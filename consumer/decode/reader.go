@@ -31,6 +31,9 @@ type parser struct {
 	// it was read (capture). A column may be in it and hold nil (a
 	// duplicate key reset it, or its path led nowhere).
 	pending [maxConverted / 64]uint64
+	// box holds the boxes of the values capture converts; nil boxes them
+	// as Go does.
+	box *cells
 }
 
 // setPending records that column col holds a JSON value, not yet
@@ -156,7 +159,7 @@ func (p *parser) capture(c *capture, row []any) error {
 			if err != nil {
 				return err
 			}
-			if v, reason := c.conv.scalar(s); reason == "" {
+			if v, reason := c.conv.scalar(s, p.box); reason == "" {
 				row[c.col] = v
 				*word &^= bit
 				return nil
@@ -169,7 +172,7 @@ func (p *parser) capture(c *capture, row []any) error {
 			if err != nil {
 				return err
 			}
-			if v, reason := c.conv.scalar(json.Number(t)); reason == "" {
+			if v, reason := c.conv.scalar(json.Number(t), p.box); reason == "" {
 				row[c.col] = v
 				*word &^= bit
 				return nil
