@@ -47,7 +47,7 @@ type tableView struct {
 func newTableView(ds config.Dataset, tbl *table.Table) (*tableView, error) {
 	schema := tbl.Schema()
 	spec := tbl.Spec()
-	dec, err := decode.New(schema, ds.CustomMapping)
+	dec, err := decode.New(schema, byNameMapping(schema, ds.CustomMapping))
 	if err != nil {
 		return nil, err
 	}

@@ -114,7 +114,7 @@ type partState struct {
 }
 
 func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *iceberg.PartitionSpec, log *slog.Logger, m *metrics, mem *budgetAllocator, commit commitFunc) (*writer, error) {
-	dec, err := decode.New(schema, ds.CustomMapping)
+	dec, err := decode.New(schema, byNameMapping(schema, ds.CustomMapping))
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
 	}
