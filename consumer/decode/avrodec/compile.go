@@ -299,6 +299,45 @@ func skipOp(n *node) op {
 			o.alts = append(o.alts, skipOp(b))
 		}
 		return o
+	case kRecord:
+		// A record of a known depth is skipped by ops of its fields, which
+		// run without walking the nodes; a recursive one by its node,
+		// which counts the depth.
+		if !recursive(n, map[string]bool{}) {
+			o := op{code: opInline, node: n}
+			for _, f := range n.fields {
+				o.sub = append(o.sub, skipOp(f.typ))
+			}
+			return o
+		}
 	}
 	return op{code: opSkipNode, node: n}
+}
+
+// recursive tells whether record n contains itself.
+func recursive(n *node, onPath map[string]bool) bool {
+	switch n.kind {
+	case kRecord:
+		if onPath[n.name] {
+			return true
+		}
+		onPath[n.name] = true
+		defer delete(onPath, n.name)
+		for _, f := range n.fields {
+			if recursive(f.typ, onPath) {
+				return true
+			}
+		}
+	case kUnion:
+		for _, b := range n.branches {
+			if recursive(b, onPath) {
+				return true
+			}
+		}
+	case kArray:
+		return recursive(n.items, onPath)
+	case kMap:
+		return recursive(n.values, onPath)
+	}
+	return false
 }
