@@ -147,15 +147,19 @@ func (s *state) fail(o *op, err error) error {
 	if errors.As(err, &de) {
 		return err
 	}
-	if errors.Is(err, errTooDeep) {
-		return &decode.Error{Reason: decode.ReasonTooDeep, Column: o.column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
+	var column string
+	if o.info != nil {
+		column = o.column
 	}
-	return &decode.Error{Reason: decode.ReasonNotAvro, Column: o.column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
+	if errors.Is(err, errTooDeep) {
+		return &decode.Error{Reason: decode.ReasonTooDeep, Column: column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
+	}
+	return &decode.Error{Reason: decode.ReasonNotAvro, Column: column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
 }
 
 // where names the op's value in errors.
 func (o *op) where() string {
-	if o.path == "" {
+	if o.info == nil || o.path == "" {
 		return "of a skipped field"
 	}
 	return "of " + o.path
