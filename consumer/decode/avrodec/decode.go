@@ -102,9 +102,33 @@ func (s *state) run(prog []op, dst []any) error {
 				}
 			}
 		case opBranch:
-			var b int
-			if b, err = s.index(len(o.alts), "union branch"); err == nil {
+			b := s.branch(len(o.alts))
+			if b < 0 {
+				if b, err = s.index(len(o.alts), "union branch"); err != nil {
+					break
+				}
+			}
+			// The branches of a skipped nullable field, inline.
+			switch alt := &o.alts[b]; alt.code {
+			case opSkipFixed:
+				err = s.skipN(alt.n)
+			case opSkipVarint:
+				_, err = s.long()
+			case opSkipBytes:
+				_, err = s.bytes()
+			default:
 				err = s.run(o.alts[b:b+1], dst)
+			}
+		case opUnion:
+			// A nullable column, inline.
+			b := s.branch(len(o.alts))
+			if b < 0 {
+				if b, err = s.index(len(o.alts), "union branch"); err != nil {
+					break
+				}
+			}
+			if alt := &o.alts[b]; alt.code != opNull {
+				dst[o.col], err = s.value(alt)
 			}
 		default:
 			dst[o.col], err = s.value(o)
@@ -123,15 +147,19 @@ func (s *state) fail(o *op, err error) error {
 	if errors.As(err, &de) {
 		return err
 	}
-	if errors.Is(err, errTooDeep) {
-		return &decode.Error{Reason: decode.ReasonTooDeep, Column: o.column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
+	var column string
+	if o.info != nil {
+		column = o.column
 	}
-	return &decode.Error{Reason: decode.ReasonNotAvro, Column: o.column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
+	if errors.Is(err, errTooDeep) {
+		return &decode.Error{Reason: decode.ReasonTooDeep, Column: column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
+	}
+	return &decode.Error{Reason: decode.ReasonNotAvro, Column: column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
 }
 
 // where names the op's value in errors.
 func (o *op) where() string {
-	if o.path == "" {
+	if o.info == nil || o.path == "" {
 		return "of a skipped field"
 	}
 	return "of " + o.path
