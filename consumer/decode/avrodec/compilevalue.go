@@ -35,7 +35,7 @@ import (
 func (c *compiler) value(t iceberg.Type, w *node, column, path string) (op, error) {
 	o := op{info: &info{column: column, path: path}}
 	if w.kind == kUnion {
-		o.code, o.node = opUnion, w
+		o.code, o.node, o.nul = opUnion, w, nullBranch(w)
 		for _, b := range w.branches {
 			if b.kind == kNull {
 				o.alts = append(o.alts, op{code: opNull, info: &info{column: column, path: path}})
