@@ -20,6 +20,7 @@ const (
 	opSkipFixed                // n bytes: boolean, float, double, fixed, null
 	opSkipBytes                // bytes, string
 	opSkipNode                 // any other type, walked from its node
+	opSkipOpt                  // a nullable field of a type above, its skip in inner
 
 	// Programs: a record whose fields are addressed by path fills the
 	// same slice as its parent.
@@ -66,10 +67,15 @@ const (
 // few cache lines; the rest is behind info.
 type op struct {
 	code opcode
-	col  int32 // index in the slice being filled, for ops that make a value
-	n    int   // opSkipFixed, opFixed, opBytesFixed, opDecFixed: bytes; opStruct: fields
-	sub  []op  // opInline, opFanout, opStruct
-	alts []op  // opBranch, opUnion: by branch index
+	// nul is the index of a union's null branch, -1 if none: the loop
+	// learns that a nullable field is null without reading alts.
+	nul int8
+	// inner is the skip of an opSkipOpt's value, with n its bytes.
+	inner opcode
+	col   int32 // index in the slice being filled, for ops that make a value
+	n     int   // opSkipFixed, opFixed, opBytesFixed, opDecFixed: bytes; opStruct: fields
+	sub   []op  // opInline, opFanout, opStruct
+	alts  []op  // opBranch, opUnion: by branch index
 	*info
 }
 
@@ -271,7 +277,7 @@ func (c *compiler) inline(n *node, t *trie, path string) (op, error) {
 		sub, err := c.record(n, t, path)
 		return op{code: opInline, sub: sub, info: &info{path: path}}, err
 	case kUnion:
-		o := op{code: opBranch, info: &info{node: n, path: path}}
+		o := op{code: opBranch, nul: -1, info: &info{node: n, path: path}}
 		for _, b := range n.branches {
 			alt := skipOp(b)
 			if b.kind == kRecord {
@@ -306,9 +312,17 @@ func skipOp(n *node) op {
 	case kBytes, kString:
 		return op{code: opSkipBytes}
 	case kUnion:
-		o := op{code: opBranch, info: &info{node: n}}
+		o := op{code: opBranch, nul: nullBranch(n), info: &info{node: n}}
 		for _, b := range n.branches {
 			o.alts = append(o.alts, skipOp(b))
+		}
+		if len(o.alts) == 2 && o.nul >= 0 {
+			// A nullable field of a simple type, the most common in wide
+			// records: skipped without reading alts.
+			switch v := o.alts[1-o.nul]; v.code {
+			case opSkipVarint, opSkipFixed, opSkipBytes:
+				o.code, o.inner, o.n = opSkipOpt, v.code, v.n
+			}
 		}
 		return o
 	case kRecord:
@@ -324,6 +338,16 @@ func skipOp(n *node) op {
 		}
 	}
 	return op{code: opSkipNode, info: &info{node: n}}
+}
+
+// nullBranch returns the index of union n's null branch, or -1.
+func nullBranch(n *node) int8 {
+	for i, b := range n.branches {
+		if b.kind == kNull {
+			return int8(i)
+		}
+	}
+	return -1
 }
 
 // recursive tells whether record n contains itself.

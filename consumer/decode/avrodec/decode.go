@@ -91,6 +91,24 @@ func (s *state) run(prog []op, dst []any) error {
 			_, err = s.bytes()
 		case opSkipNode:
 			err = s.skip(o.node)
+		case opSkipOpt:
+			b := s.branch(2)
+			if b < 0 {
+				if b, err = s.index(2, "union branch"); err != nil {
+					break
+				}
+			}
+			if b == int(o.nul) {
+				break
+			}
+			switch o.inner {
+			case opSkipFixed:
+				err = s.skipN(o.n)
+			case opSkipVarint:
+				_, err = s.long()
+			default:
+				_, err = s.bytes()
+			}
 		case opInline:
 			err = s.run(o.sub, dst)
 		case opFanout:
@@ -127,8 +145,8 @@ func (s *state) run(prog []op, dst []any) error {
 					break
 				}
 			}
-			if alt := &o.alts[b]; alt.code != opNull {
-				dst[o.col], err = s.value(alt)
+			if b != int(o.nul) {
+				dst[o.col], err = s.value(&o.alts[b])
 			}
 		default:
 			dst[o.col], err = s.value(o)
