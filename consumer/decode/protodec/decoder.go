@@ -45,6 +45,10 @@ type plan struct {
 
 type target struct {
 	convs []slotConv
+	// fast is the only conv when it reads a singular scalar into
+	// fastSlot and nothing passes through the field.
+	fast     *conv
+	fastSlot int
 	// child is the plan of the field's message, for mapping paths that
 	// pass through it.
 	child *plan
@@ -88,9 +92,19 @@ func (p *plan) target(num protowire.Number) *target {
 	return p.sparse[num]
 }
 
+func (t *target) setFast() {
+	t.fast = nil
+	if len(t.convs) == 1 && t.child == nil {
+		if c := t.convs[0].c; c.shape == shapeScalar && !c.isList && !c.isMap {
+			t.fast, t.fastSlot = c, t.convs[0].slot
+		}
+	}
+}
+
 func (p *plan) add(fd protoreflect.FieldDescriptor, slot int, c *conv) {
 	t := p.target(fd.Number())
 	t.convs = append(t.convs, slotConv{slot, c})
+	t.setFast()
 	if c.zero != nil {
 		p.implicit = append(p.implicit, slotZero{slot, c.zero})
 	}
@@ -179,6 +193,7 @@ func resolve(root *plan, md protoreflect.MessageDescriptor, path, col string) (p
 		if t.child == nil {
 			t.child = &plan{}
 		}
+		t.setFast()
 		p, md = t.child, fd.Message()
 	}
 	panic("unreachable")
@@ -207,6 +222,11 @@ func newConv(fd protoreflect.FieldDescriptor, t iceberg.Type, col, path string) 
 		k, err := newSingle(fd.MapKey(), mt.KeyType, col, path+".key")
 		if err != nil {
 			return nil, err
+		}
+		if k.out == outBinary {
+			// Repeated keys are found by Go map lookups, which []byte
+			// does not allow.
+			return nil, fmt.Errorf("map %s: binary keys are not supported", path)
 		}
 		v, err := newSingle(fd.MapValue(), mt.ValueType, col, path+".value")
 		if err != nil {

@@ -81,6 +81,20 @@ func (r *reader) visit(p *plan, b []byte, slots []any, depth int) error {
 		} else if p.sparse != nil {
 			t = p.sparse[num]
 		}
+		if t != nil && t.fast != nil {
+			// The common case: one singular scalar column, read where it
+			// is without measuring the value first.
+			if typ != t.fast.wire {
+				return t.fast.wireTypeError(num, typ)
+			}
+			x, n, err := r.scalar(t.fast, typ, b)
+			if err != nil {
+				return err
+			}
+			slots[t.fastSlot] = x
+			b = b[n:]
+			continue
+		}
 		n = protowire.ConsumeFieldValue(num, typ, b)
 		if n < 0 {
 			return wireErr(n)
@@ -191,7 +205,7 @@ func (r *reader) set(c *conv, num protowire.Number, typ protowire.Type, v []byte
 // occurrence left, which a message merges into.
 func (r *reader) value(c *conv, num protowire.Number, typ protowire.Type, v []byte, old any, depth int) (any, error) {
 	if typ != c.wire {
-		return nil, &wireError{fmt.Errorf("field %d (%s) has wire type %d, where its kind %s has %d", num, c.path, typ, c.kind, c.wire)}
+		return nil, c.wireTypeError(num, typ)
 	}
 	if c.shape == shapeScalar {
 		x, _, err := r.scalar(c, typ, v)
@@ -348,4 +362,8 @@ func lastEntries(mv decode.MapValue) decode.MapValue {
 		}
 	}
 	return out
+}
+
+func (c *conv) wireTypeError(num protowire.Number, typ protowire.Type) error {
+	return &wireError{fmt.Errorf("field %d (%s) has wire type %d, where its kind %s has %d", num, c.path, typ, c.kind, c.wire)}
 }

@@ -224,6 +224,7 @@ func TestNewErrors(t *testing.T) {
 		{"through a list", col("x", iceberg.PrimitiveTypes.String, false), map[string]string{"x": "inners.label"}, "not a singular message"},
 		{"empty segment", col("x", iceberg.PrimitiveTypes.String, false), map[string]string{"x": "inner..label"}, "not a path"},
 		{"unknown column", col("x", iceberg.PrimitiveTypes.String, false), map[string]string{"y": "s"}, `column "y"`},
+		{"binary map keys", col("x", &iceberg.MapType{KeyID: 2, KeyType: iceberg.PrimitiveTypes.Binary, ValueID: 3, ValueType: iceberg.PrimitiveTypes.Int64}, false), map[string]string{"x": "counts"}, "binary keys are not supported"},
 		{"required unmapped", col("x", iceberg.PrimitiveTypes.String, true), map[string]string{}, `required column "x" has no mapping`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
