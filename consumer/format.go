@@ -3,8 +3,10 @@ package consumer
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 
 	"github.com/apache/iceberg-go"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/shared/config"
@@ -208,7 +210,24 @@ func newValueFormat(cfg *config.Config, ds config.Dataset, regs *registries, r r
 	switch f.name {
 	case config.FormatJSON:
 		f.headerLen = func(p []byte) (int, error) { return confluentHeader(p, decode.ReasonNotJSON) }
-		return f, nil
+	case config.FormatAvro:
+		f.build = buildAvro
+		f.headerLen = func(p []byte) (int, error) { return confluentHeader(p, decode.ReasonNotAvro) }
+		if ds.AvroSchemaFile != "" {
+			text, err := os.ReadFile(ds.AvroSchemaFile)
+			if err != nil {
+				return nil, fmt.Errorf("avroSchemaFile: %w", err)
+			}
+			f.fixed = &writerSchema{text: string(text), typ: sr.TypeAvro}
+			if _, err := f.fixed.avro(); err != nil {
+				return nil, fmt.Errorf("avroSchemaFile %s: %w", ds.AvroSchemaFile, err)
+			}
+		}
+	case config.FormatProtobuf:
+		f.build = buildProtobuf
+		f.headerLen = protobufHeader
+	default:
+		return nil, fmt.Errorf("format %q: want json, avro or protobuf", f.name)
 	}
-	return nil, fmt.Errorf("format %s: no decoder for it in this build", f.name)
+	return f, nil
 }

@@ -47,6 +47,7 @@ type writerSchema struct {
 	text string
 	typ  sr.SchemaType
 	refs map[string]string
+	c    compiled
 }
 
 // schemaEntry is the cache's slot of one schema id. done is closed once
