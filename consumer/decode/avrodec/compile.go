@@ -240,7 +240,7 @@ func (c *compiler) record(rec *node, t *trie, prefix string) ([]op, error) {
 		path := join(prefix, f.name)
 		switch {
 		case child == nil:
-			prog = append(prog, withPath(skipOp(f.typ), path))
+			prog = appendOp(prog, withPath(skipOp(f.typ), path))
 		case child.col >= 0:
 			leaves := append([]leaf{{child.col, child.field}}, child.more...)
 			ops := make([]op, len(leaves))
@@ -262,7 +262,7 @@ func (c *compiler) record(rec *node, t *trie, prefix string) ([]op, error) {
 			if err != nil {
 				return nil, err
 			}
-			prog = append(prog, o)
+			prog = appendOp(prog, o)
 		}
 	}
 	return prog, nil
@@ -292,6 +292,15 @@ func (c *compiler) inline(n *node, t *trie, path string) (op, error) {
 		return o, nil
 	}
 	return withPath(skipOp(n), path), nil
+}
+
+// appendOp appends o to a program, or the ops of an inlined record in
+// its place: the loop then runs them without a call per record.
+func appendOp(prog []op, o op) []op {
+	if o.code == opInline {
+		return append(prog, o.sub...)
+	}
+	return append(prog, o)
 }
 
 // skipOp is the op that reads past a value of n.
@@ -332,7 +341,7 @@ func skipOp(n *node) op {
 		if !recursive(n, map[string]bool{}) {
 			o := op{code: opInline, info: &info{node: n}}
 			for _, f := range n.fields {
-				o.sub = append(o.sub, skipOp(f.typ))
+				o.sub = appendOp(o.sub, skipOp(f.typ))
 			}
 			return o
 		}

@@ -145,8 +145,25 @@ func (s *state) run(prog []op, dst []any) error {
 					break
 				}
 			}
-			if b != int(o.nul) {
-				dst[o.col], err = s.value(&o.alts[b])
+			if b == int(o.nul) {
+				break
+			}
+			// The commonest values without a call to value.
+			switch alt := &o.alts[b]; alt.code {
+			case opString:
+				var v string
+				v, err = s.str()
+				dst[o.col] = v
+			case opLongLong:
+				var v int64
+				v, err = s.long()
+				dst[o.col] = v
+			case opDoubleDouble:
+				var v float64
+				v, err = s.float64()
+				dst[o.col] = v
+			default:
+				dst[o.col], err = s.value(alt)
 			}
 		default:
 			dst[o.col], err = s.value(o)
