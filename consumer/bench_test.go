@@ -2,7 +2,7 @@ package consumer
 
 import (
 	"encoding/json"
-	"io"
+
 	"testing"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 
 	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/internal/testutil"
+	"github.com/icewal/ingestor/shared/parquetfmt"
 )
 
 // The micro-benchmarks of the decode -> map -> Arrow -> Parquet path, per
@@ -111,19 +112,21 @@ func (n *naivePath) decode(payload []byte) (Row, error) {
 	return n.mapDoc(doc)
 }
 
-// parquetSink writes record batches as a segment does: writerProps
-// (zstd, statistics), one row group per batch; it starts a new file every
-// 128 row groups, as rotation would, so the footer stays small.
+// parquetSink writes record batches through pqarrow, as segments did
+// before they wrote from column slices: writerProps (zstd, statistics),
+// one row group per batch; it starts a new file every 128 row groups, as
+// rotation would, so the footer stays small.
 type parquetSink struct {
 	b      *testing.B
 	schema *arrow.Schema
 	w      *pqarrow.FileWriter
 	groups int
+	out    byteCounter
 }
 
 func (p *parquetSink) write(rec arrow.RecordBatch) {
 	if p.w == nil {
-		w, err := pqarrow.NewFileWriter(p.schema, io.Discard, writerProps(memory.DefaultAllocator, false), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+		w, err := pqarrow.NewFileWriter(p.schema, &p.out, writerProps(memory.DefaultAllocator, false), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 		if err != nil {
 			p.b.Fatal(err)
 		}
@@ -147,18 +150,80 @@ func (p *parquetSink) close() {
 	p.w, p.groups = nil, 0
 }
 
+// columnSink writes encoded rows as a segment does: replayed into column
+// slices, one row group per rowBuffer through parquetfmt.ColumnWriter,
+// a new file every 128 row groups.
+type columnSink struct {
+	b      *testing.B
+	layout *parquetfmt.Layout
+	w      *parquetfmt.ColumnWriter
+	groups int
+	out    byteCounter
+}
+
+func newColumnSink(b *testing.B, s *pathShape) *columnSink {
+	layout, err := parquetfmt.NewLayout(s.arrow)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &columnSink{b: b, layout: layout}
+}
+
+func (p *columnSink) write(buf *rowBuffer) {
+	if p.w == nil {
+		w, err := parquetfmt.NewColumnWriter(&p.out, p.layout, writerProps(memory.DefaultAllocator, false))
+		if err != nil {
+			p.b.Fatal(err)
+		}
+		p.w = w
+	}
+	c := parquetfmt.GetColumns(p.layout, buf.Len())
+	buf.fill(c, 0)
+	if err := p.w.WriteRowGroup(c); err != nil {
+		p.b.Fatal(err)
+	}
+	parquetfmt.PutColumns(c)
+	if p.groups++; p.groups == 128 {
+		p.close()
+	}
+}
+
+func (p *columnSink) close() {
+	if p.w == nil {
+		return
+	}
+	if err := p.w.Close(); err != nil {
+		p.b.Fatal(err)
+	}
+	p.w, p.groups = nil, 0
+}
+
+// byteCounter counts what a sink writes: bytes/row.
+type byteCounter struct{ n int64 }
+
+func (c *byteCounter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// reportBytes reports the Parquet bytes per row written.
+func reportBytes(b *testing.B, n int64, rows int64) {
+	if rows > 0 {
+		b.ReportMetric(float64(n)/float64(rows), "bytes/row")
+	}
+}
+
 // pipeline is decode -> buffered rows -> a row group every pathRows
-// rows. Ours buffers as a segment does: encoded rows replayed into a
-// RowBuilder for each row group (both shapes are flat tables). The naive
-// path appends every value, nulls included, to a plain arrow-go
-// RecordBuilder (AppendRow), as straightforward use of arrow-go does.
-// Both write with the segments' Parquet settings.
+// rows. Ours buffers as a segment does: encoded rows replayed into
+// column slices for each row group (both shapes are flat tables). The
+// naive path appends every value, nulls included, to a plain arrow-go
+// RecordBuilder (AppendRow), as straightforward use of arrow-go does,
+// and writes through pqarrow. Both write with the segments' Parquet
+// settings.
 type pipeline struct {
 	buf   *rowBuffer
+	cols  *columnSink
 	plain *array.RecordBuilder // the naive path's
 	sink  *parquetSink
-	arrow *arrow.Schema
 	n     int
+	rows  int64
 }
 
 func newPipeline(b *testing.B, s *pathShape) *pipeline {
@@ -166,7 +231,7 @@ func newPipeline(b *testing.B, s *pathShape) *pipeline {
 	if !ok {
 		b.Fatalf("%s: not a flat table", s.Name)
 	}
-	return &pipeline{buf: newRowBuffer(memory.DefaultAllocator, kinds), arrow: s.arrow, sink: &parquetSink{b: b, schema: s.arrow}}
+	return &pipeline{buf: newRowBuffer(memory.DefaultAllocator, kinds), cols: newColumnSink(b, s)}
 }
 
 func newNaivePipeline(b *testing.B, s *pathShape) *pipeline {
@@ -179,6 +244,7 @@ func (p *pipeline) add(row Row) {
 	} else {
 		p.buf.append(row)
 	}
+	p.rows++
 	if p.n++; p.n == pathRows {
 		p.flush()
 	}
@@ -188,29 +254,26 @@ func (p *pipeline) flush() {
 	if p.n == 0 {
 		return
 	}
-	var rec arrow.RecordBatch
 	if p.plain != nil {
-		rec = p.plain.NewRecordBatch()
+		rec := p.plain.NewRecordBatch()
+		p.sink.write(rec)
+		rec.Release()
 	} else {
-		rb := NewRowBuilder(memory.DefaultAllocator, p.arrow)
-		presize(rb, p.buf.Len(), p.buf.data)
-		p.buf.replay(rb)
+		p.cols.write(p.buf)
 		p.buf.reset()
-		rec = rb.NewRecordBatch()
-		rb.Release()
 	}
-	p.sink.write(rec)
-	rec.Release()
 	p.n = 0
 }
 
-func (p *pipeline) close() {
+func (p *pipeline) close(b *testing.B) {
 	p.flush()
-	p.sink.close()
 	if p.plain != nil {
+		p.sink.close()
 		p.plain.Release()
+		reportBytes(b, p.sink.out.n, p.rows)
 	} else {
-		p.buf.reset()
+		p.cols.close()
+		reportBytes(b, p.cols.out.n, p.rows)
 	}
 }
 
@@ -236,10 +299,16 @@ func decodeAll(b *testing.B, s *pathShape) []Row {
 //	decode        Decoder.Decode: one pass extracting the mapped paths and
 //	              converting them, the whole decode + mapping of ours
 //	map_jmespath  go-jmespath + conversion on an encoding/json document
-//	arrow         RowBuilder.Append of decoded rows, a record batch every pathRows
-//	parquet       writing those batches (zstd level 1, statistics)
-//	e2e_naive     decode_naive + map_jmespath + a plain arrow-go RecordBuilder + parquet
-//	e2e           decode + arrow + parquet, what a segment does
+//	arrow            RowBuilder.Append of decoded rows, a record batch every
+//	                 pathRows (what a nested table's segment buffers in)
+//	parquet          a flat table's buffered rows to Parquet, what a segment
+//	                 does: replay into column slices, column chunk writers
+//	                 (zstd level 1, statistics)
+//	parquet_pqarrow  the record batches of arrow written through pqarrow, the
+//	                 writer flat tables had before (building them not counted)
+//	e2e_naive        decode_naive + map_jmespath + a plain arrow-go
+//	                 RecordBuilder + parquet_pqarrow
+//	e2e              decode + row buffer + parquet, what a segment does
 func BenchmarkPath(b *testing.B) {
 	for _, s := range loadPathShapes(b) {
 		b.Run(s.Name, func(b *testing.B) {
@@ -324,6 +393,26 @@ func benchStages(b *testing.B, s *pathShape) {
 		m.Report(b)
 	})
 	b.Run("parquet", func(b *testing.B) {
+		kinds, _ := flatKinds(s.arrow)
+		var bufs []*rowBuffer
+		for i, r := range decodeAll(b, s) {
+			if i%pathRows == 0 {
+				bufs = append(bufs, newRowBuffer(memory.DefaultAllocator, kinds))
+			}
+			bufs[len(bufs)-1].append(r)
+		}
+		bufs = bufs[:len(s.Payloads)/pathRows] // whole row groups only
+		sink := newColumnSink(b, s)
+		m := testutil.StartRows()
+		for i := 0; b.Loop(); i++ {
+			sink.write(bufs[i%len(bufs)])
+			m.Rows += pathRows
+		}
+		sink.close()
+		m.Report(b)
+		reportBytes(b, sink.out.n, m.Rows)
+	})
+	b.Run("parquet_pqarrow", func(b *testing.B) {
 		rows := decodeAll(b, s)
 		rb := NewRowBuilder(memory.DefaultAllocator, s.arrow)
 		var recs []arrow.RecordBatch
@@ -347,6 +436,7 @@ func benchStages(b *testing.B, s *pathShape) {
 		}
 		sink.close()
 		m.Report(b)
+		reportBytes(b, sink.out.n, m.Rows)
 	})
 	b.Run("e2e_naive", func(b *testing.B) {
 		np := newNaivePath(b, s)
@@ -361,8 +451,8 @@ func benchStages(b *testing.B, s *pathShape) {
 			p.add(row)
 			m.Rows++
 		}
-		p.close()
 		m.Report(b)
+		p.close(b)
 	})
 	b.Run("e2e", func(b *testing.B) {
 		d, err := decode.New(s.Schema, s.Mapping)
@@ -380,8 +470,8 @@ func benchStages(b *testing.B, s *pathShape) {
 			p.add(row)
 			m.Rows++
 		}
-		p.close()
 		m.Report(b)
+		p.close(b)
 	})
 }
 
@@ -407,8 +497,8 @@ func BenchmarkPathRatio(b *testing.B) {
 			scratch := make(Row, 1)
 			np := newNaivePath(b, s)
 			ours, naive := newPipeline(b, s), newNaivePipeline(b, s)
-			defer ours.close()
-			defer naive.close()
+			defer ours.close(b)
+			defer naive.close(b)
 			var cpuOurs, cpuNaive, cpuParse time.Duration
 			var row Row
 			var rows int64

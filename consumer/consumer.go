@@ -189,8 +189,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	defer closeCatalog(cat, c.log)
 	var loops []*loop
+	// The registry clients end their fetches once every loop is done.
+	regs := &registries{}
+	defer regs.close()
 	for _, ds := range c.cfg.Datasets {
-		l, err := c.newLoop(setup, cat, ds)
+		l, err := c.newLoop(setup, cat, ds, regs)
 		if err != nil {
 			for _, l := range loops {
 				l.cl.Close()
@@ -262,25 +265,33 @@ type loop struct {
 	// cur is the record the writer is processing, read by deadLetter to
 	// copy the key, headers and timestamp; only the poll loop touches it.
 	cur *kgo.Record
+	// format is how the dataset's values are read (format.go);
+	// schemaWaits the partitions waiting for the registry (schemawait.go).
+	format      *valueFormat
+	schemaWaits schemaWaits
 }
 
-func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.Dataset) (*loop, error) {
+func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.Dataset, regs *registries) (*loop, error) {
+	log := c.log.With("dataset", ds.Name)
+	format, err := newValueFormat(c.cfg, ds, regs, registryDeps{log: log, m: c.m})
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
+	}
 	tbl, err := tables.Load(ctx, cat, ds)
 	if err != nil {
 		return nil, err
 	}
-	log := c.log.With("dataset", ds.Name)
 	// Columns added to the create block go into the table before the
 	// first segment is written for it; nothing is on disk yet, so a
 	// crash here only repeats the check at the next start.
 	if tbl, err = tables.Evolve(ctx, cat, tbl, ds, log); err != nil {
 		return nil, err
 	}
-	view, err := newTableView(ds, tbl)
+	view, err := newTableView(ds, format, tbl)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
 	}
-	l := &loop{c: c, ds: ds, fatal: make(chan error, 1)}
+	l := &loop{c: c, ds: ds, fatal: make(chan error, 1), format: format}
 	spec := tbl.Spec()
 	w, err := newWriter(ds, c.cfg.Ingestion.WAL, tbl.Schema(), &spec, log, c.m, c.mem, l.commit)
 	if err != nil {
@@ -380,6 +391,7 @@ func (l *loop) run(drain, hard context.Context) error {
 		watching.Go(func() { l.watch.run(wctx) })
 	}
 	defer watching.Wait()
+	defer l.schemaWaits.wg.Wait()
 	defer stopWatchdog()
 	idleSince := time.Now()
 	// A fetch error repeats at every fetch while it lasts (a recreated
@@ -427,6 +439,10 @@ func (l *loop) run(drain, hard context.Context) error {
 		})
 		var werr error
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if l.schemaWaits.isWaiting(p.Partition) {
+				return // read again from the record that waits (schemawait.go)
+			}
+		records:
 			for _, r := range p.Records {
 				switch {
 				case werr != nil:
@@ -436,6 +452,12 @@ func (l *loop) run(drain, hard context.Context) error {
 					l.cur = r
 					werr = l.w.record(hard, r.Partition, r.Offset, r.Value)
 					l.cur = nil
+					var sw *schemaWaitError
+					if errors.As(werr, &sw) {
+						werr = nil
+						l.waitForSchema(wctx, r.Partition, r.Offset, sw.id)
+						break records
+					}
 				}
 			}
 			if n := len(p.Records); n > 0 {

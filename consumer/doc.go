@@ -28,12 +28,14 @@
 // A flat table's segment holds its rows encoded compactly (rowBuffer) and
 // has no file and no Parquet writer until it holds a whole row group
 // (16,384 rows or 32 MB of JSON) or rotates: its rows are then replayed
-// into Arrow builders (RowBuilder, which fills null columns lazily) and
-// written. When the buffered rows pass a quarter of the memory budget,
+// into column slices (a present value's copy and one definition level per
+// row) and written through Parquet's column chunk writers, one batch a
+// column (shared/parquetfmt), with no Arrow in between. When the buffered rows pass a quarter of the memory budget,
 // the largest segments spill theirs, still encoded, to disk (spill.go),
 // so that what an open segment costs is in proportion to its rows, not
 // to its columns. A table with nested columns buffers its rows in Arrow
-// builders, and the budget writes them out as row groups. When the live
+// builders (RowBuilder, which fills null columns lazily), writes them
+// through pqarrow, and the budget writes them out as row groups. When the live
 // heap still passes half of the budget, the partitions with the most open
 // segments rotate (writer.go).
 //

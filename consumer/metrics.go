@@ -25,6 +25,10 @@ type metrics struct {
 	rejoins       *prometheus.CounterVec
 	// commitsRebalancing counts commits refused with REBALANCE_IN_PROGRESS.
 	commitsRebalancing *prometheus.CounterVec
+	// The schema registry (registry.go, schemawait.go).
+	schemaWaiting  *prometheus.GaugeVec
+	registryErrors prometheus.Counter
+	schemasFetched prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -66,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ingestor_consumer_wal_volume_used_ratio", Help: "How full the WAL volume is, 0 to 1, measured every 250 ms.",
 		}),
 		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ingestor_consumer_paused", Help: "1 while the dataset's Kafka consumer is paused for the reason: disk (the WAL volume is above its high watermark) or operator (ingestor pause).",
+			Name: "ingestor_consumer_paused", Help: "1 while the dataset's Kafka consumer is paused for the reason: disk (the WAL volume is above its high watermark), operator (ingestor pause), or schema_registry (some of its partitions wait for a schema the registry has not answered for).",
 		}, []string{"dataset", "reason"}),
 		pausedSeconds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ingestor_consumer_paused_seconds_total", Help: "Time spent with consumption paused because the WAL volume was above its high watermark.",
@@ -89,7 +93,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		commitsRebalancing: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_consumer_commits_rebalancing_total", Help: "Offset commits refused with REBALANCE_IN_PROGRESS: the partitions were handled as recovery would and their records read again from the committed offsets, without a restart.",
 		}, []string{"dataset"}),
+		schemaWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_consumer_schema_waiting_partitions", Help: "Partitions paused because their next record names a schema id the schema registry has not answered for yet; they resume once it has.",
+		}, []string{"dataset"}),
+		registryErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ingestor_consumer_schema_registry_errors_total", Help: "Schema fetches that failed for a reason other than the schema not existing (the registry down, refusing, or answering an error); each is retried.",
+		}),
+		schemasFetched: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ingestor_consumer_schemas_fetched_total", Help: "Writer schemas fetched from the schema registry, once per schema id.",
+		}),
 	}
+	reg.MustRegister(m.schemaWaiting, m.registryErrors, m.schemasFetched)
 	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.segmentsOpen, m.rotated,
 		m.bytesRotated, m.commits, m.commitFails, m.recovered, m.assigned, m.lastRotateAge,
 		m.volumeUsed, m.paused, m.pausedSeconds, m.lag, m.budgetFlushes, m.unassigned, m.stalled, m.rejoins, m.commitsRebalancing)

@@ -8,11 +8,12 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
+
+	"github.com/icewal/ingestor/shared/parquetfmt"
 )
 
 // colKind is how rowBuffer encodes a column's values.
@@ -97,10 +98,6 @@ type rowBuffer struct {
 	next   int      // size of the next chunk
 	held   int64    // bytes of all chunks
 	rows   int
-	// data is the bytes of the buffered values of each string and
-	// binary column (nil until the first), so that a replay reserves
-	// them at once (presize).
-	data []int
 }
 
 // encodeBufs holds the buffers rows are encoded in before they are copied
@@ -117,9 +114,19 @@ func (r *rowBuffer) append(row Row) {
 	if len(row) != len(r.kinds) {
 		panic(fmt.Sprintf("consumer: rowBuffer: row has %d values, schema has %d columns", len(row), len(r.kinds)))
 	}
-	bp := encodeBufs.Get().(*[]byte)
-	defer encodeBufs.Put(bp)
-	b := (*bp)[:0]
+	// The row is encoded straight into the free end of the last chunk;
+	// only a row that does not fit there goes through a shared buffer
+	// and into a new chunk (put): one copy of its bytes less per row.
+	var b []byte
+	var bp *[]byte
+	last := len(r.chunks) - 1
+	if last >= 0 {
+		b = r.chunks[last][r.used[last]:r.used[last]:len(r.chunks[last])]
+	} else {
+		bp = encodeBufs.Get().(*[]byte)
+		defer encodeBufs.Put(bp)
+		b = (*bp)[:0]
+	}
 	for i, v := range row {
 		if v == nil {
 			continue
@@ -130,12 +137,10 @@ func (r *rowBuffer) append(row Row) {
 			s := v.(string)
 			b = binary.AppendUvarint(b, uint64(len(s)))
 			b = append(b, s...)
-			r.tally(i, len(s))
 		case kindBinary:
 			x := v.([]byte)
 			b = binary.AppendUvarint(b, uint64(len(x)))
 			b = append(b, x...)
-			r.tally(i, len(x))
 		case kindFixed:
 			x := v.([]byte)
 			b = binary.AppendUvarint(b, uint64(len(x)))
@@ -170,47 +175,17 @@ func (r *rowBuffer) append(row Row) {
 		}
 	}
 	b = append(b, 0)
-	*bp = b
-	r.put(b)
 	r.rows++
-}
-
-// tally counts n bytes of a value of column i.
-func (r *rowBuffer) tally(i, n int) {
-	if r.data == nil {
-		r.data = make([]int, len(r.kinds))
-	}
-	r.data[i] += n
-}
-
-// presize reserves in rb room for rows rows and, for each string and
-// binary column, for the value bytes that the tallies (rowBuffer.data
-// of the rows in memory, spill.data of those set aside) count, before
-// they are replayed into it. Replaying then grows no buffer: the
-// builders' doublings copied each column's values about once more and
-// allocated up to twice their size. It changes what is in memory only.
-func presize(rb *RowBuilder, rows int, tallies ...[]int) {
-	if rows == 0 {
+	if bp != nil {
+		*bp = b
+		r.put(b)
 		return
 	}
-	for i, fb := range rb.fields {
-		fb.Reserve(rows)
-		n := 0
-		for _, t := range tallies {
-			if t != nil {
-				n += t[i]
-			}
-		}
-		if n == 0 {
-			continue
-		}
-		switch b := fb.(type) {
-		case *array.StringBuilder:
-			b.ReserveData(n)
-		case *array.BinaryBuilder:
-			b.ReserveData(n)
-		}
+	if c := r.chunks[last]; len(b) <= len(c)-r.used[last] && &c[r.used[last]] == &b[0] {
+		r.used[last] += len(b) // encoded in place
+		return
 	}
+	r.put(b) // outgrew the chunk: b is a copy made by append
 }
 
 // put copies one encoded row into the last chunk, or a new one.
@@ -230,11 +205,14 @@ func (r *rowBuffer) put(b []byte) {
 // Len is the number of rows buffered.
 func (r *rowBuffer) Len() int { return r.rows }
 
-// replay appends the buffered rows to rb, typed, without boxing a value.
-func (r *rowBuffer) replay(rb *RowBuilder) {
-	for ci, c := range r.chunks {
-		replayEncoded(rb, r.kinds, c[:r.used[ci]])
+// fill puts the buffered rows into c from row on and returns the row
+// after them. Byte values point into the buffer's chunks, which must
+// stay until c is written (reset comes after).
+func (r *rowBuffer) fill(c *parquetfmt.Columns, row int) int {
+	for ci, ch := range r.chunks {
+		row = fillEncoded(c, r.kinds, ch[:r.used[ci]], row)
 	}
+	return row
 }
 
 // writeBlocks writes the buffered rows to w as blocks, one a chunk: the
@@ -259,8 +237,10 @@ func (r *rowBuffer) writeBlocks(w io.Writer) (int64, error) {
 	return n, nil
 }
 
-// replayEncoded appends the whole rows encoded in p to rb.
-func replayEncoded(rb *RowBuilder, kinds []colKind, p []byte) {
+// fillEncoded puts the whole rows encoded in p into c from row on, and
+// returns the row after them: per value one definition level and one
+// copy into the column's typed slice; byte values point into p.
+func fillEncoded(c *parquetfmt.Columns, kinds []colKind, p []byte, row int) int {
 	for len(p) > 0 {
 		for {
 			col, n := binary.Uvarint(p)
@@ -269,72 +249,49 @@ func replayEncoded(rb *RowBuilder, kinds []colKind, p []byte) {
 				break
 			}
 			i := int(col - 1)
-			fb := rb.fields[i]
-			if gap := rb.rows - rb.filled[i]; gap > 0 {
-				fb.AppendNulls(gap)
+			cc := &c.Cols[i]
+			cc.Defs[row] = 1
+			switch kinds[i] {
+			case kindString, kindBinary:
+				l, n := binary.Uvarint(p)
+				end := n + int(l)
+				cc.Bytes = append(cc.Bytes, p[n:end:end])
+				p = p[end:]
+			case kindFixed:
+				l, n := binary.Uvarint(p)
+				end := n + int(l)
+				cc.Fixed = append(cc.Fixed, p[n:end:end])
+				p = p[end:]
+			case kindInt32, kindDate32:
+				v, n := binary.Varint(p)
+				cc.Int32 = append(cc.Int32, int32(v))
+				p = p[n:]
+			case kindInt64, kindTime64, kindTimestamp:
+				v, n := binary.Varint(p)
+				cc.Int64 = append(cc.Int64, v)
+				p = p[n:]
+			case kindFloat32:
+				cc.Float32 = append(cc.Float32, math.Float32frombits(binary.LittleEndian.Uint32(p)))
+				p = p[4:]
+			case kindFloat64:
+				cc.Float64 = append(cc.Float64, math.Float64frombits(binary.LittleEndian.Uint64(p)))
+				p = p[8:]
+			case kindBool:
+				cc.Bool = append(cc.Bool, p[0] == 1)
+				p = p[1:]
+			case kindDecimal:
+				cc.AppendDecimal(int64(binary.LittleEndian.Uint64(p)), binary.LittleEndian.Uint64(p[8:]))
+				p = p[16:]
+			case kindUUID:
+				cc.Fixed = append(cc.Fixed, p[:16:16])
+				p = p[16:]
+			default:
+				panic(fmt.Sprintf("consumer: rowBuffer: unknown column kind %d", kinds[i]))
 			}
-			p = appendEncoded(fb, kinds[i], p)
-			rb.filled[i] = rb.rows + 1
 		}
-		rb.rows++
+		row++
 	}
-}
-
-// appendEncoded appends the value at the start of p to fb and returns
-// the rest of p.
-func appendEncoded(fb array.Builder, kind colKind, p []byte) []byte {
-	switch kind {
-	case kindString:
-		l, n := binary.Uvarint(p)
-		fb.(*array.StringBuilder).BinaryBuilder.Append(p[n : n+int(l)])
-		return p[n+int(l):]
-	case kindBinary:
-		l, n := binary.Uvarint(p)
-		fb.(*array.BinaryBuilder).Append(p[n : n+int(l)])
-		return p[n+int(l):]
-	case kindFixed:
-		l, n := binary.Uvarint(p)
-		fb.(*array.FixedSizeBinaryBuilder).Append(p[n : n+int(l)])
-		return p[n+int(l):]
-	case kindInt32:
-		v, n := binary.Varint(p)
-		fb.(*array.Int32Builder).Append(int32(v))
-		return p[n:]
-	case kindInt64:
-		v, n := binary.Varint(p)
-		fb.(*array.Int64Builder).Append(v)
-		return p[n:]
-	case kindFloat32:
-		fb.(*array.Float32Builder).Append(math.Float32frombits(binary.LittleEndian.Uint32(p)))
-		return p[4:]
-	case kindFloat64:
-		fb.(*array.Float64Builder).Append(math.Float64frombits(binary.LittleEndian.Uint64(p)))
-		return p[8:]
-	case kindBool:
-		fb.(*array.BooleanBuilder).Append(p[0] == 1)
-		return p[1:]
-	case kindDate32:
-		v, n := binary.Varint(p)
-		fb.(*array.Date32Builder).Append(arrow.Date32(v))
-		return p[n:]
-	case kindTime64:
-		v, n := binary.Varint(p)
-		fb.(*array.Time64Builder).Append(arrow.Time64(v))
-		return p[n:]
-	case kindTimestamp:
-		v, n := binary.Varint(p)
-		fb.(*array.TimestampBuilder).Append(arrow.Timestamp(v))
-		return p[n:]
-	case kindDecimal:
-		hi := int64(binary.LittleEndian.Uint64(p))
-		lo := binary.LittleEndian.Uint64(p[8:])
-		fb.(*array.Decimal128Builder).Append(decimal128.New(hi, lo))
-		return p[16:]
-	case kindUUID:
-		fb.(*extensions.UUIDBuilder).Append(uuid.UUID(p[:16]))
-		return p[16:]
-	}
-	panic(fmt.Sprintf("consumer: rowBuffer: unknown column kind %d", kind))
+	return row
 }
 
 // reset gives every chunk back; the buffer is empty.
@@ -343,7 +300,6 @@ func (r *rowBuffer) reset() {
 		r.mem.Free(c)
 	}
 	clear(r.chunks) // no reference left to the freed chunks
-	clear(r.data)
 	r.chunks, r.used = r.chunks[:0], r.used[:0]
 	r.held, r.rows, r.next = 0, 0, minChunk
 }

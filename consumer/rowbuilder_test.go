@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 
@@ -11,6 +12,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/icewal/ingestor/shared/parquetfmt"
 )
 
 // TestRowBuilderMatchesAppendRow appends the same rows (every type, nulls
@@ -70,9 +75,11 @@ func TestRowBuilderMatchesAppendRow(t *testing.T) {
 // TestRowBufferMatchesAppendRow encodes rows of every flat type (the
 // first 15 columns of allTypesSchema: strings, integers, floats, booleans,
 // dates, times, timestamps, decimals, binary, fixed, uuid), with nulls and
-// extreme values, over several chunks and two batches, replays them, and
-// requires the record batches AppendRow builds, the memory counted while
-// buffered and given back after.
+// extreme values, over several chunks, sets the first part aside in a
+// spill file as the memory budget does, and writes the row group a
+// segment writes from the spill and the buffer. Read back, the file must
+// hold the record batch AppendRow builds from the same rows (the old
+// path), in order; the memory counted while buffered is given back.
 func TestRowBufferMatchesAppendRow(t *testing.T) {
 	full := decodetest.AllTypesSchema()
 	flat := iceberg.NewSchema(0, full.Fields()[:15]...)
@@ -94,68 +101,115 @@ func TestRowBufferMatchesAppendRow(t *testing.T) {
 	if _, isFlat := flatKinds(fullArrow); isFlat {
 		t.Fatal("flatKinds: a schema with structs, lists and maps is flat")
 	}
+	layout, err := parquetfmt.NewLayout(as)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	ref := array.NewRecordBuilder(mem, as)
 	defer ref.Release()
 	buf := newRowBuffer(mem, kinds)
-	for batch, n := range []int{3000, 7} { // 3000 rows span several chunks
-		for i := 0; i < n; i++ {
-			row := docs[(i*7+batch)%len(docs)]
-			if i%5 == 4 {
-				row = make(Row, len(kinds)) // all null
+	cases := []struct {
+		name          string
+		rows, spilled int
+	}{
+		{"rows over several chunks", 3000, 0},
+		{"spilled rows then buffered ones", 2500, 1800},
+		{"a few rows", 7, 0},
+	}
+	for bi, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sp, err := createSpill(t.TempDir(), "t", 0)
+			if err != nil {
+				t.Fatal(err)
 			}
-			AppendRow(ref, row)
-			buf.append(row)
-		}
-		if buf.Len() != n || mem.CurrentAlloc() == 0 {
-			t.Fatalf("batch %d: %d rows buffered, %d bytes counted", batch, buf.Len(), mem.CurrentAlloc())
-		}
-		if batch == 0 && len(buf.chunks) < 2 {
-			t.Fatalf("3000 rows in %d chunk: the test does not cross chunks", len(buf.chunks))
-		}
-		rb := NewRowBuilder(mem, as)
-		presize(rb, buf.Len(), buf.data)
-		caps, dataCaps := builderCaps(rb)
-		buf.replay(rb)
-		// presize reserved exactly enough: replaying grew no buffer,
-		// and every string and binary column's values filled its room.
-		if c, d := builderCaps(rb); !slices.Equal(c, caps) || !slices.Equal(d, dataCaps) {
-			t.Errorf("batch %d: replaying grew buffers: capacities %v, data %v; after presize %v, data %v", batch, c, d, caps, dataCaps)
-		}
-		for i, fb := range rb.fields {
-			if b, ok := fb.(interface{ DataLen() int }); ok && b.DataLen() > 0 && b.DataLen() != buf.data[i] {
-				t.Errorf("batch %d: column %d holds %d bytes of values, the tally %d", batch, i, b.DataLen(), buf.data[i])
+			defer sp.remove()
+			for i := 0; i < tc.rows; i++ {
+				row := docs[(i*7+bi)%len(docs)]
+				if i%5 == 4 { // every optional column null
+					row = slices.Clone(row)
+					for j, f := range flat.Fields() {
+						if !f.Required {
+							row[j] = nil
+						}
+					}
+				}
+				AppendRow(ref, row)
+				buf.append(row)
+				if i+1 == tc.spilled {
+					if err := sp.write(buf); err != nil {
+						t.Fatal(err)
+					}
+					buf.reset()
+				}
 			}
-		}
-		buf.reset()
-		got := rb.NewRecordBatch()
-		rb.Release()
-		want := ref.NewRecordBatch()
-		if !array.RecordEqual(want, got) {
-			t.Errorf("batch %d differs:\nAppendRow: %v\nreplayed:  %v", batch, want, got)
-		}
-		want.Release()
-		got.Release()
-		if buf.Len() != 0 || buf.held != 0 {
-			t.Fatalf("after reset: %d rows, %d bytes held", buf.Len(), buf.held)
-		}
+			if tc.rows >= 3000 && len(buf.chunks) < 2 {
+				t.Fatalf("%d rows in %d chunk: the test does not cross chunks", tc.rows, len(buf.chunks))
+			}
+			c := parquetfmt.GetColumns(layout, tc.rows)
+			held, err := sp.fill(c, kinds, mem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := buf.fill(c, tc.spilled); n != tc.rows {
+				t.Fatalf("filled %d rows, want %d", n, tc.rows)
+			}
+			var out bytes.Buffer
+			w, err := parquetfmt.NewColumnWriter(&out, layout, writerProps(mem, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.WriteRowGroup(c); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			parquetfmt.PutColumns(c)
+			buf.reset()
+			if held != nil {
+				mem.Free(held)
+			}
+			if buf.Len() != 0 || buf.held != 0 {
+				t.Fatalf("after reset: %d rows, %d bytes held", buf.Len(), buf.held)
+			}
+			got := readParquet(t, out.Bytes())
+			want := ref.NewRecordBatch()
+			defer want.Release()
+			if !array.RecordEqual(want, got) {
+				t.Errorf("rows differ:\nAppendRow: %v\nwritten:   %v", want, got)
+			}
+		})
 	}
 }
 
-// builderCaps gives the room of each of rb's builders: in values, and in
-// value bytes for strings and binary (0 for the others).
-func builderCaps(rb *RowBuilder) (caps, dataCaps []int) {
-	for _, fb := range rb.fields {
-		caps = append(caps, fb.Cap())
-		d := 0
-		if b, ok := fb.(interface{ DataCap() int }); ok {
-			d = b.DataCap()
-		}
-		dataCaps = append(dataCaps, d)
+// readParquet reads a whole Parquet file into one record batch.
+func readParquet(t *testing.T, data []byte) arrow.RecordBatch {
+	t.Helper()
+	r, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return caps, dataCaps
+	fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	tr := array.NewTableReader(tbl, -1)
+	defer tr.Release()
+	if !tr.Next() {
+		t.Fatal("no rows read")
+	}
+	rec := tr.RecordBatch()
+	rec.Retain()
+	t.Cleanup(rec.Release)
+	return rec
 }
 
 // decodeAllTypes decodes allTypesDocs with schema and mapping, and returns

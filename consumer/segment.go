@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -100,12 +101,21 @@ type segment struct {
 
 	f  *os.File // nil until the first row group
 	cw *countingWriter
-	w  *pqarrow.FileWriter // nil until the first row group
+	// The file's writer, nil until the first row group: a flat table's
+	// writes from column slices (cols), a nested table's through
+	// pqarrow (w). Nested tables keep pqarrow because the column writer
+	// does not write repetition levels; the benchmarked shapes and most
+	// event tables are flat.
+	cols *parquetfmt.ColumnWriter
+	w    *pqarrow.FileWriter
 	// The buffered rows: encoded in buf for a flat table, else in b's
 	// Arrow builders.
 	buf *rowBuffer
 	b   *RowBuilder
 	sp  *spill // a flat table's rows set aside for the budget; nil until the first spill
+	// layout is a flat table's Parquet schema and footer metadata,
+	// shared by the table's segments (layoutOf).
+	layout *parquetfmt.Layout
 
 	schema        *arrow.Schema
 	partitionJSON string
@@ -156,7 +166,11 @@ func openSegment(dir, topic string, partition int32, schema *arrow.Schema, parti
 		schema: schema, partitionJSON: partitionJSON, mem: mem,
 	}
 	if kinds, flat := flatKinds(schema); flat {
-		seg.buf = newRowBuffer(mem, kinds)
+		layout, err := layoutOf(schema)
+		if err != nil {
+			return nil, fmt.Errorf("segment %s: %w", n, err)
+		}
+		seg.buf, seg.layout = newRowBuffer(mem, kinds), layout
 	} else {
 		seg.b = NewRowBuilder(mem, schema)
 	}
@@ -178,41 +192,70 @@ func (s *segment) create() error {
 	return nil
 }
 
-// writer returns the segment's Parquet writer, making it on first use
-// with the partition values in the footer's key-value metadata. only,
-// when set, is the file's one row group: columns it holds no value of
-// are written plainly (writerProps).
-func (s *segment) writer(only arrow.RecordBatch) (*pqarrow.FileWriter, error) {
+// writer returns a nested table's Parquet writer, making it on first
+// use with the partition values in the footer's key-value metadata;
+// small (a file of one row group under smallFileRows) turns its
+// dictionaries off.
+func (s *segment) writer(small bool) (*pqarrow.FileWriter, error) {
 	if s.w != nil {
 		return s.w, nil
 	}
 	if err := s.create(); err != nil {
 		return nil, err
 	}
-	var empty []string
-	if only != nil && s.buf != nil { // a flat table: a column's path is its name
-		for i, col := range only.Columns() {
-			if col.NullN() == col.Len() {
-				empty = append(empty, s.schema.Field(i).Name)
-			}
-		}
-	}
-	w, err := pqarrow.NewFileWriter(s.schema, s.cw, writerProps(s.mem, only != nil && only.NumRows() < smallFileRows, empty...), parquetfmt.ArrowWriterProperties())
+	w, err := pqarrow.NewFileWriter(s.schema, s.cw, writerProps(s.mem, small), parquetfmt.ArrowWriterProperties())
 	if err != nil {
 		return nil, fmt.Errorf("open segment writer %s: %w", s.name, err)
 	}
-	if err := w.AppendKeyValueMetadata(walfile.MetaPartition, s.partitionJSON); err != nil {
+	if err := s.footerMeta(w.AppendKeyValueMetadata); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("segment %s: set partition metadata: %w", s.name, err)
-	}
-	if s.identity != "" {
-		if err := w.AppendKeyValueMetadata(walfile.MetaTable, s.identity); err != nil {
-			w.Close()
-			return nil, fmt.Errorf("segment %s: set table metadata: %w", s.name, err)
-		}
+		return nil, err
 	}
 	s.w = w
 	return w, nil
+}
+
+// columnWriter returns a flat table's Parquet writer, making it on first
+// use. only, when set, is the file's one row group: columns it holds no
+// value of are written plainly (writerProps).
+func (s *segment) columnWriter(only *parquetfmt.Columns) (*parquetfmt.ColumnWriter, error) {
+	if s.cols != nil {
+		return s.cols, nil
+	}
+	if err := s.create(); err != nil {
+		return nil, err
+	}
+	var empty []string
+	if only != nil {
+		for i := range only.Cols {
+			if !slices.Contains(only.Cols[i].Defs, 1) {
+				empty = append(empty, s.layout.Path(i))
+			}
+		}
+	}
+	w, err := parquetfmt.NewColumnWriter(s.cw, s.layout, writerProps(s.mem, only != nil && only.Rows < smallFileRows, empty...))
+	if err != nil {
+		return nil, fmt.Errorf("open segment writer %s: %w", s.name, err)
+	}
+	if err := s.footerMeta(w.AppendKeyValueMetadata); err != nil {
+		w.Close()
+		return nil, err
+	}
+	s.cols = w
+	return w, nil
+}
+
+// footerMeta adds the partition values and the table to the footer.
+func (s *segment) footerMeta(add func(key, value string) error) error {
+	if err := add(walfile.MetaPartition, s.partitionJSON); err != nil {
+		return fmt.Errorf("segment %s: set partition metadata: %w", s.name, err)
+	}
+	if s.identity != "" {
+		if err := add(walfile.MetaTable, s.identity); err != nil {
+			return fmt.Errorf("segment %s: set table metadata: %w", s.name, err)
+		}
+	}
+	return nil
 }
 
 // append adds one decoded row at the given Kafka offset.
@@ -278,30 +321,14 @@ func (s *segment) inMemory() int64 {
 // batch and no rows.
 func (s *segment) presized() bool { return s.b != nil && s.b.Presized() }
 
-// batch returns the rows not yet in a row group as a record batch, and
-// empties the buffer. Encoded rows, the spilled ones first, are replayed
-// into builders made for the batch.
-func (s *segment) batch(busy bool) (arrow.RecordBatch, error) {
-	if s.buf != nil {
-		rb := NewRowBuilder(s.mem, s.schema)
-		defer rb.Release()
-		if s.sp != nil {
-			presize(rb, s.sp.rows+s.buf.Len(), s.sp.data, s.buf.data)
-			if err := s.sp.replay(rb, s.buf.kinds); err != nil {
-				return nil, err
-			}
-		} else {
-			presize(rb, s.buf.Len(), s.buf.data)
-		}
-		s.buf.replay(rb)
-		s.buf.reset()
-		return rb.NewRecordBatch(), nil
-	}
+// batch returns a nested table's rows not yet in a row group as a record
+// batch, and empties its builders.
+func (s *segment) batch(busy bool) arrow.RecordBatch {
 	rec := s.b.NewRecordBatch()
 	if busy && (s.roomy == nil || s.roomy()) {
 		s.b.Presize(rec)
 	}
-	return rec, nil
+	return rec
 }
 
 // write writes the rows not yet in a row group as one row group; busy (a
@@ -311,21 +338,56 @@ func (s *segment) write(busy, last bool) error {
 	if s.pending == 0 {
 		return nil
 	}
-	rec, err := s.batch(busy)
-	if err != nil {
-		return err
+	if s.buf != nil {
+		return s.writeColumns(last)
 	}
+	rec := s.batch(busy)
 	defer rec.Release()
 	s.pending, s.pendingB = 0, 0
-	var only arrow.RecordBatch
-	if last && s.w == nil {
-		only = rec
-	}
-	w, err := s.writer(only)
+	w, err := s.writer(last && rec.NumRows() < smallFileRows)
 	if err != nil {
 		return err
 	}
 	if err := s.cw.buffered(func() error { return w.Write(rec) }); err != nil {
+		return fmt.Errorf("write row group to %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// writeColumns writes a flat table's pending rows, the spilled ones
+// first, as one row group: replayed from their encoding into column
+// slices (one level and one copy a value), one WriteBatch a column. The
+// slices come from a pool shared by all segments, outside the memory
+// budget: only the segments writing a row group hold one, for the time
+// of the write. The buffered rows go only once the row group is written,
+// since the byte values point into them.
+func (s *segment) writeColumns(last bool) error {
+	c := parquetfmt.GetColumns(s.layout, s.pending)
+	defer parquetfmt.PutColumns(c)
+	if s.sp != nil {
+		held, err := s.sp.fill(c, s.buf.kinds, s.mem)
+		if err != nil {
+			return err
+		}
+		if held != nil {
+			defer s.mem.Free(held)
+		}
+	}
+	if got := s.buf.fill(c, s.pending-s.buf.Len()); got != s.pending {
+		return fmt.Errorf("segment %s: %d rows replayed, %d pending", s.name, got, s.pending)
+	}
+	s.pending, s.pendingB = 0, 0
+	var only *parquetfmt.Columns
+	if last && s.cols == nil {
+		only = c
+	}
+	w, err := s.columnWriter(only)
+	if err != nil {
+		return err
+	}
+	err = s.cw.buffered(func() error { return w.WriteRowGroup(c) })
+	s.buf.reset()
+	if err != nil {
 		return fmt.Errorf("write row group to %s: %w", s.name, err)
 	}
 	return nil
@@ -357,12 +419,13 @@ func (s *segment) finish() (walfile.Name, error) {
 		}
 		s.sp = nil
 	}
-	w, err := s.writer(nil) // a segment always has rows; this only guards
-	if err != nil {
-		s.close()
-		return walfile.Name{}, err
+	closeFile := func() error { return errors.New("no rows") } // a segment always has rows; this only guards
+	if s.cols != nil {
+		closeFile = s.cols.Close
+	} else if s.w != nil {
+		closeFile = s.w.Close
 	}
-	if err := s.cw.buffered(w.Close); err != nil {
+	if err := s.cw.buffered(closeFile); err != nil {
 		s.f.Close()
 		return walfile.Name{}, fmt.Errorf("close segment %s: %w", s.name, err)
 	}
@@ -377,7 +440,7 @@ func (s *segment) finish() (walfile.Name, error) {
 	// table, until it is garbage: it goes now, not when the rotation of
 	// the segment's partition (and of every other partition closed
 	// beside it: finish.go) is over.
-	s.w, s.f = nil, nil
+	s.w, s.cols, s.f = nil, nil, nil
 	// The checksum record goes before the rename, so that no ready file
 	// exists without one. A crash after it and before the rename leaves
 	// the active file, which recovery deletes, and a stray record, which

@@ -3,15 +3,15 @@ package consumer
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 
+	"github.com/icewal/ingestor/shared/parquetfmt"
 	"github.com/icewal/ingestor/shared/walfile"
 )
 
@@ -38,7 +38,6 @@ type spill struct {
 	f    *os.File
 	n    int64 // bytes in the file
 	rows int   // rows in the file
-	data []int // bytes of each string and binary column's values in the file (rowBuffer.data)
 }
 
 // createSpill creates the spill file of a segment of topic/partition.
@@ -51,13 +50,6 @@ func createSpill(dir, topic string, partition int32) (*spill, error) {
 	}
 	return &spill{path: path, f: f}, nil
 }
-
-// readBufs and spillBlocks are shared by the segments that replay a spill
-// (a few at a time), so that open segments hold none.
-var (
-	readBufs    = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
-	spillBlocks = sync.Pool{New: func() any { b := make([]byte, maxChunk); return &b }}
-)
 
 // write appends the rows of buf to the file; the caller then empties buf.
 func (s *spill) write(buf *rowBuffer) error {
@@ -74,64 +66,50 @@ func (s *spill) write(buf *rowBuffer) error {
 		return fmt.Errorf("spill rows to %s: %w", filepath.Base(s.path), err)
 	}
 	s.rows += buf.Len()
-	if buf.data != nil {
-		if s.data == nil {
-			s.data = make([]int, len(buf.data))
-		}
-		for i, n := range buf.data {
-			s.data[i] += n
-		}
-	}
 	return nil
 }
 
-// replay appends the spilled rows to rb, in the order they were spilled,
-// and empties the file.
-func (s *spill) replay(rb *RowBuilder, kinds []colKind) error {
+// fill reads the spilled rows back into one block of memory from mem
+// and puts them, in the order they were spilled, into c from row 0; it
+// returns that block, which c's byte values point into: the caller
+// frees it once c is written. The file is then emptied for the next
+// spill.
+func (s *spill) fill(c *parquetfmt.Columns, kinds []colKind, mem memory.Allocator) ([]byte, error) {
 	if s.n == 0 {
-		return nil
+		return nil, nil
 	}
-	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("read spill file %s: %w", filepath.Base(s.path), err)
+	data := mem.Allocate(int(s.n))
+	if _, err := s.f.ReadAt(data, 0); err != nil {
+		mem.Free(data)
+		return nil, fmt.Errorf("read spill file %s: %w", filepath.Base(s.path), err)
 	}
-	br := readBufs.Get().(*bufio.Reader)
-	br.Reset(io.LimitReader(s.f, s.n))
-	bp := spillBlocks.Get().(*[]byte)
-	err := func() error {
-		for {
-			l, err := binary.ReadUvarint(br)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if int(l) > cap(*bp) {
-				*bp = make([]byte, l)
-			}
-			block := (*bp)[:l]
-			if _, err := io.ReadFull(br, block); err != nil {
-				return err
-			}
-			replayEncoded(rb, kinds, block)
+	row := 0
+	for p := data; len(p) > 0; {
+		l, n := binary.Uvarint(p)
+		if n <= 0 || uint64(len(p)-n) < l {
+			mem.Free(data)
+			return nil, fmt.Errorf("read spill file %s: block of %d bytes cut short", filepath.Base(s.path), l)
 		}
-	}()
-	br.Reset(nil)
-	readBufs.Put(br)
-	spillBlocks.Put(bp)
-	if err != nil {
-		return fmt.Errorf("read spill file %s: %w", filepath.Base(s.path), err)
+		row = fillEncoded(c, kinds, p[n:n+int(l)], row)
+		p = p[n+int(l):]
 	}
-	// Emptied for the next spill: its rows are in rb now.
+	if row != s.rows {
+		mem.Free(data)
+		return nil, fmt.Errorf("read spill file %s: %d rows, %d were spilled", filepath.Base(s.path), row, s.rows)
+	}
+	// Emptied for the next spill: its rows are in c now. A crash from
+	// here on loses them with the whole segment, as it always would:
+	// the active files go at the next start and Kafka delivers again.
 	if err := s.f.Truncate(0); err != nil {
-		return fmt.Errorf("empty spill file %s: %w", filepath.Base(s.path), err)
+		mem.Free(data)
+		return nil, fmt.Errorf("empty spill file %s: %w", filepath.Base(s.path), err)
 	}
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("empty spill file %s: %w", filepath.Base(s.path), err)
+		mem.Free(data)
+		return nil, fmt.Errorf("empty spill file %s: %w", filepath.Base(s.path), err)
 	}
 	s.n, s.rows = 0, 0
-	clear(s.data)
-	return nil
+	return data, nil
 }
 
 // remove closes and deletes the file. A crash before it leaves an active

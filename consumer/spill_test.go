@@ -78,7 +78,7 @@ func TestBudgetSpillsRowsWithoutWriters(t *testing.T) {
 	spilled := 0
 	for _, st := range w.parts {
 		for _, seg := range st.segs {
-			if seg.w != nil || seg.f != nil {
+			if seg.w != nil || seg.cols != nil || seg.f != nil {
 				t.Fatalf("segment %s has a Parquet file or writer with %d rows, under a row group", seg.name, seg.rows)
 			}
 			if seg.sp != nil {

@@ -31,6 +31,7 @@ func (c *Consumer) Status() rolestatus.Consumer {
 	lag := pmetrics.Read(c.m.lag)
 	unassigned := pmetrics.Read(c.m.unassigned)
 	stalled := pmetrics.Read(c.m.stalled)
+	waiting := pmetrics.Read(c.m.schemaWaiting)
 
 	datasets := map[string]rolestatus.ConsumerDataset{}
 	for _, d := range c.cfg.Datasets {
@@ -62,6 +63,9 @@ func (c *Consumer) Status() rolestatus.Consumer {
 		e, operator := gs.operator[d.Name]
 		if operator {
 			dsReasons = append(dsReasons, PauseOperator)
+		}
+		if sumFor(waiting, d.Name) > 0 {
+			dsReasons = append(dsReasons, PauseSchemaRegistry)
 		}
 		ds := rolestatus.ConsumerDataset{
 			Topic:              d.Topic,

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -35,7 +34,7 @@ type tableView struct {
 	id       walfile.TableIdentity
 	identity string // id as recorded under walfile.MetaTable
 	schema   *iceberg.Schema
-	dec      *decode.Decoder
+	dec      *recordDecoder
 	part     *partitioner
 	arrow    *arrow.Schema
 }
@@ -44,10 +43,10 @@ type tableView struct {
 // from tbl. It fails when the dataset's customMapping does not fit the
 // schema (it names a column that is not there, a required column has no
 // mapping).
-func newTableView(ds config.Dataset, tbl *table.Table) (*tableView, error) {
+func newTableView(ds config.Dataset, f *valueFormat, tbl *table.Table) (*tableView, error) {
 	schema := tbl.Schema()
 	spec := tbl.Spec()
-	dec, err := decode.New(schema, ds.CustomMapping)
+	dec, err := newRecordDecoder(f, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +145,7 @@ func (tw *tableWatch) refresh(ctx context.Context) {
 			return
 		}
 	}
-	v, err := newTableView(ds, tbl)
+	v, err := newTableView(ds, tw.l.format, tbl)
 	if err != nil {
 		tw.log.Error("table schema changed, but the consumer cannot write for it: it goes on with the schema it has, whose files stay valid; fix customMapping and restart",
 			"table", ds.Table, "schema_id", now.SchemaID, "spec_id", now.SpecID, "err", err)

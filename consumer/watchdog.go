@@ -241,7 +241,9 @@ func (d *watchdog) check(ctx context.Context) error {
 		if at != d.lastPos[p] {
 			moved = true
 		}
-		if o, ok := stable.Lookup(ds.Topic, p); ok && o.Err == nil && o.Offset > at {
+		// A partition waiting for the schema registry is held on
+		// purpose, as a paused dataset is: not a stall.
+		if o, ok := stable.Lookup(ds.Topic, p); ok && o.Err == nil && o.Offset > at && !d.l.schemaWaits.isWaiting(p) {
 			behind += o.Offset - at
 		}
 	}
@@ -313,7 +315,9 @@ func (d *watchdog) open(reason, what string, attrs ...any) {
 func (d *watchdog) mend() {
 	d.l.c.gate.unlessPaused(d.l.ds.Name, func() {
 		d.l.cl.ResumeFetchTopics(d.l.ds.Topic)
-		d.l.cl.ResumeFetchPartitions(d.l.cl.PauseFetchPartitions(nil))
+		// A partition waiting for its schema stays paused: it resumes
+		// when the registry answers (schemawait.go).
+		d.l.schemaWaits.resumeAllBut(d.l.cl, d.l.ds.Topic)
 	})
 	d.l.cl.ForceRebalance()
 }

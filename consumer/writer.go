@@ -50,7 +50,7 @@ type writer struct {
 	dir string
 	log *slog.Logger
 	m   *metrics
-	dec *decode.Decoder
+	dec *recordDecoder
 	row Row    // DecodeInto's scratch row, reused record after record
 	key []byte // the partition key of the record, reused likewise
 
@@ -114,7 +114,7 @@ type partState struct {
 }
 
 func newWriter(ds config.Dataset, wal config.WAL, schema *iceberg.Schema, spec *iceberg.PartitionSpec, log *slog.Logger, m *metrics, mem *budgetAllocator, commit commitFunc) (*writer, error) {
-	dec, err := decode.New(schema, ds.CustomMapping)
+	dec, err := newRecordDecoder(jsonFormat(ds.CustomMapping), schema)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
 	}
@@ -152,20 +152,26 @@ func (w *writer) state(p int32) *partState {
 func (w *writer) record(ctx context.Context, partition int32, offset int64, payload []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.records.Inc()
 	if w.next != nil {
 		w.takeNextLocked() // nothing open: the new view applies at once
 	}
+	row, err := w.dec.DecodeInto(w.row, payload)
+	if row != nil {
+		w.row = row // a scratch row: the segment copies its values
+	}
+	var wait *schemaWaitError
+	if errors.As(err, &wait) {
+		// Not processed: the partition's position and offsets stay
+		// before this record, which is read again once its schema is
+		// there (schemawait.go).
+		return wait
+	}
+	w.records.Inc()
 	st := w.state(partition)
 	if st.since.IsZero() {
 		st.since = w.now()
 	}
 	st.next = offset + 1
-
-	row, err := w.dec.DecodeInto(w.row, payload)
-	if row != nil {
-		w.row = row // a scratch row: the segment copies its values
-	}
 	if err == nil {
 		w.key, err = w.part.appendKey(w.key[:0], row)
 		if err != nil {

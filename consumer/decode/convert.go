@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -138,9 +139,12 @@ func newConverter(t iceberg.Type, path string) (*converter, error) {
 // convertError is a conversion failure inside one column; path holds the
 // nested field names and indexes from the innermost outwards.
 type convertError struct {
-	path  []string
-	msg   string
-	value any
+	path []string
+	msg  string
+	// value is the offending value rendered when the error was made: the
+	// JSON value may share its bytes with a payload the caller reuses
+	// (DecodeInto), while the error is logged and dead-lettered later.
+	value string
 }
 
 func (e *convertError) Error() string {
@@ -154,7 +158,7 @@ func (e *convertError) Error() string {
 	b.WriteString(e.msg)
 	if e.msg != msgMissingField {
 		b.WriteString(" (value ")
-		b.WriteString(renderValue(e.value, maxRenderedValue))
+		b.WriteString(e.value)
 		b.WriteString(")")
 	}
 	return b.String()
@@ -171,7 +175,7 @@ func within(err error, seg string) error {
 }
 
 func convErr(c *converter, v any, reason string) error {
-	return &convertError{msg: "cannot convert " + jsonKind(v) + " to " + c.typ.String() + ": " + reason, value: v}
+	return &convertError{msg: "cannot convert " + jsonKind(v) + " to " + c.typ.String() + ": " + reason, value: renderValue(v, maxRenderedValue)}
 }
 
 func jsonKind(v any) string {
@@ -217,7 +221,7 @@ func (c *converter) convert(v any) (any, error) {
 		}
 		return nil, convErr(c, v, reasonUnsupported)
 	}
-	out, reason := c.scalar(v)
+	out, reason := c.scalar(v, nil)
 	if reason != "" {
 		return nil, convErr(c, v, reason)
 	}
@@ -239,15 +243,15 @@ const reasonUnsupported = "unsupported JSON type"
 // make the error of. It never keeps v, not even in its result, so a
 // caller passing a value it has not boxed yet (the reader's capture of a
 // string or a number) boxes it on its stack: only the result is boxed
-// on the heap.
-func (c *converter) scalar(v any) (any, string) {
+// on the heap, in a cell of box when box is not nil.
+func (c *converter) scalar(v any, box *cells) (any, string) {
 	switch c.kind {
 	case kString:
 		switch t := v.(type) {
 		case string:
-			return t, ""
+			return box.str(t), ""
 		case json.Number:
-			return string(t), ""
+			return box.str(string(t)), ""
 		case float64:
 			return formatFloat(t), ""
 		case bool:
@@ -264,25 +268,31 @@ func (c *converter) scalar(v any) (any, string) {
 		if n < math.MinInt32 || n > math.MaxInt32 {
 			return nil, reasonRange
 		}
-		return int32(n), ""
+		if interned(n) {
+			return int32(n), ""
+		}
+		return boxWord(box, typeInt32, int32(n)), ""
 	case kLong:
 		n, reason := toInt64(v, 0)
 		if reason != "" {
 			return nil, reason
 		}
-		return n, ""
+		if interned(n) {
+			return n, ""
+		}
+		return boxWord(box, typeInt64, n), ""
 	case kFloat:
 		f, reason := toFloat(v, 32)
 		if reason != "" {
 			return nil, reason
 		}
-		return float32(f), ""
+		return boxWord(box, typeFloat32, float32(f)), ""
 	case kDouble:
 		f, reason := toFloat(v, 64)
 		if reason != "" {
 			return nil, reason
 		}
-		return f, ""
+		return boxWord(box, typeFloat64, f), ""
 	case kBool:
 		switch t := v.(type) {
 		case bool:
@@ -302,7 +312,7 @@ func (c *converter) scalar(v any) (any, string) {
 			if !ok {
 				return nil, "want YYYY-MM-DD or an RFC 3339 timestamp"
 			}
-			return arrow.Date32(days), ""
+			return boxWord(box, typeDate32, arrow.Date32(days)), ""
 		}
 	case kTime:
 		if s, ok := v.(string); ok {
@@ -310,10 +320,10 @@ func (c *converter) scalar(v any) (any, string) {
 			if !ok {
 				return nil, "want HH:MM:SS[.ffffff]"
 			}
-			return arrow.Time64(us), ""
+			return boxWord(box, typeTime64, arrow.Time64(us)), ""
 		}
 	case kTimestamp, kTimestampNs:
-		return c.timestamp(v)
+		return c.timestamp(v, box)
 	case kDecimal:
 		n, reason := toDecimal(v, c.prec, c.scale)
 		if reason != "" {
@@ -329,7 +339,7 @@ func (c *converter) scalar(v any) (any, string) {
 			if c.kind == kFixed && len(b) != c.size {
 				return nil, "decoded length " + strconv.Itoa(len(b)) + ", want " + strconv.Itoa(c.size)
 			}
-			return b, ""
+			return box.bytes(b), ""
 		}
 	case kUUID:
 		if s, ok := v.(string); ok {
@@ -349,7 +359,7 @@ func (c *converter) scalar(v any) (any, string) {
 }
 
 // timestamp is scalar for the timestamp kinds.
-func (c *converter) timestamp(v any) (any, string) {
+func (c *converter) timestamp(v any, box *cells) (any, string) {
 	switch v := v.(type) {
 	case string:
 		sec, nanos, ok := parseTimestamp(v)
@@ -369,7 +379,7 @@ func (c *converter) timestamp(v any) (any, string) {
 		} else {
 			t = sec*1e6 + nanos/1000
 		}
-		return arrow.Timestamp(t), ""
+		return boxWord(box, typeTimestamp, arrow.Timestamp(t)), ""
 	case json.Number, float64:
 		// A JSON number is epoch milliseconds; fractional milliseconds are
 		// accepted down to the column's unit.
@@ -384,7 +394,7 @@ func (c *converter) timestamp(v any) (any, string) {
 			}
 			return nil, reason
 		}
-		return arrow.Timestamp(n), ""
+		return boxWord(box, typeTimestamp, arrow.Timestamp(n)), ""
 	}
 	return nil, reasonUnsupported
 }
@@ -460,10 +470,12 @@ func (c *converter) convertMap(m map[string]any) (any, error) {
 
 func decodeBase64(s string) ([]byte, bool) {
 	// Standard alphabet with padding first (the common case), then the URL
-	// alphabet and unpadded forms.
+	// alphabet and unpadded forms, all into one buffer: the unpadded length
+	// bounds every form's. DecodeString allocated a buffer per attempt.
+	buf := make([]byte, base64.RawStdEncoding.DecodedLen(len(s)))
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			return b, true
+		if n, err := enc.Decode(buf, unsafe.Slice(unsafe.StringData(s), len(s))); err == nil {
+			return buf[:n:n], true
 		}
 	}
 	return nil, false

@@ -848,7 +848,7 @@ func TestDecodeConvertsAsItReadsAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.root.children["l"].direct == nil || d.root.children["p"].children["s"].direct == nil {
+	if d.root.keys.find("l").direct == nil || d.root.keys.find("p").keys.find("s").direct == nil {
 		t.Fatal("the visit does not convert these columns as it reads them")
 	}
 	whole := *d

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/bits"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/apache/iceberg-go"
 	"github.com/jmespath/go-jmespath"
@@ -62,6 +64,9 @@ type Decoder struct {
 	// root is the trie of plain paths, set when there is no general
 	// expression.
 	root *node
+	// required is the set of the required columns below maxConverted,
+	// which the conversion after a visit checks besides the pending ones.
+	required [maxConverted / 64]uint64
 }
 
 // column is one top-level field of the schema and how to fill it.
@@ -93,6 +98,9 @@ func New(schema *iceberg.Schema, mapping map[string]string) (*Decoder, error) {
 			return nil, err
 		}
 		col := column{name: f.Name, required: f.Required, conv: conv}
+		if f.Required && i < maxConverted {
+			d.required[i/64] |= 1 << (i % 64)
+		}
 		expr, ok := mapping[f.Name]
 		if !ok {
 			if f.Required {
@@ -136,16 +144,27 @@ func (d *Decoder) Limits() (maxBytes, maxDepth int) { return d.maxBytes, d.maxDe
 // DecodeInto parses one JSON payload and converts it to a Row, written
 // into dst when it has room for the row, so a caller that is done with
 // each row before the next (the segment writer copies the values into
-// Arrow builders) allocates no Row per record. The returned Row is dst
-// resliced, or a new one when dst is too small. The error is always a
-// *Error.
+// its row buffer or Arrow builders) allocates no Row per record. The
+// returned Row is dst resliced, or a new one when dst is too small. The
+// error is always a *Error, and holds nothing of the payload.
+//
+// The payload is parsed in place, not copied: a string in the row (a
+// string column, a map key, a string inside a struct or list) that had
+// no escape in the JSON text shares its bytes with payload. The row is
+// therefore valid only as long as payload is not modified; a caller that
+// reuses or overwrites the payload's buffer must copy the row's strings
+// first. Binary, fixed, decimal and the other non-string values never
+// share the payload's bytes.
 func (d *Decoder) DecodeInto(dst Row, payload []byte) (Row, error) {
-	// One copy of the payload; every unescaped string and every number in
-	// the row is a substring of it.
 	if d.maxBytes > 0 && len(payload) > d.maxBytes {
 		return nil, &Error{Reason: ReasonTooLarge, Err: fmt.Errorf("%d bytes, over the limit of %d", len(payload), d.maxBytes)}
 	}
-	p := parser{s: string(payload), max: d.maxDepth}
+	// The payload is read as a string without a copy (wide events are
+	// 2 KB, and copying them was the only allocation the size of the
+	// record); every unescaped string and every number in the row is a
+	// substring of it, so the row aliases payload (see above). Nothing
+	// here writes to payload.
+	p := parser{s: unsafe.String(unsafe.SliceData(payload), len(payload)), max: d.maxDepth}
 	var row Row
 	if cap(dst) >= len(d.cols) {
 		row = dst[:len(d.cols)]
@@ -155,35 +174,40 @@ func (d *Decoder) DecodeInto(dst Row, payload []byte) (Row, error) {
 	}
 	if d.root != nil {
 		// Only plain paths: one pass that materializes only the mapped
-		// values and validates the rest without building it.
-		if err := p.visitDocument(d.root, row); err != nil {
-			return nil, syntaxError(err)
-		}
-	} else {
-		doc, err := p.document()
+		// values and validates the rest without building it, converting
+		// most of them as it reads them.
+		p.box = cellPool.Get().(*cells)
+		err := p.visitDocument(d.root, row)
+		cellPool.Put(p.box)
 		if err != nil {
 			return nil, syntaxError(err)
 		}
-		if d.general {
-			doc = floatNumbers(doc)
+		if err := d.convertPending(row, &p.pending); err != nil {
+			return nil, err
 		}
-		for i := range d.cols {
-			c := &d.cols[i]
-			switch {
-			case c.path != nil:
-				row[i] = evalPath(c.path, doc)
-			case c.expr != nil:
-				v, err := c.expr.Search(doc)
-				if err != nil {
-					return nil, &Error{Reason: ReasonConvert, Column: c.name, Err: fmt.Errorf("evaluate mapping: %w", err)}
-				}
-				row[i] = v
+		return row, nil
+	}
+	doc, err := p.document()
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	if d.general {
+		doc = floatNumbers(doc)
+	}
+	for i := range d.cols {
+		c := &d.cols[i]
+		switch {
+		case c.path != nil:
+			row[i] = evalPath(c.path, doc)
+		case c.expr != nil:
+			v, err := c.expr.Search(doc)
+			if err != nil {
+				return nil, &Error{Reason: ReasonConvert, Column: c.name, Err: fmt.Errorf("evaluate mapping: %w", err)}
 			}
+			row[i] = v
 		}
 	}
-	// row holds the JSON values, but for those the visit converted as it
-	// read them; convert the others in place.
-	if err := d.convert(row, &p.converted); err != nil {
+	if err := d.Convert(row); err != nil {
 		return nil, err
 	}
 	return row, nil
@@ -195,36 +219,62 @@ func (d *Decoder) DecodeInto(dst Row, payload []byte) (Row, error) {
 // of DecodeInto, which calls it once the mapping has selected the values. The
 // error is always a *Error.
 func (d *Decoder) Convert(row Row) error {
-	return d.convert(row, nil)
-}
-
-// convert is Convert for a row whose columns in done (nil: none) hold
-// values converted already.
-func (d *Decoder) convert(row Row, done *[maxConverted / 64]uint64) error {
 	if len(row) != len(d.cols) {
 		panic(fmt.Sprintf("decode: Convert: row has %d values, the schema %d columns", len(row), len(d.cols)))
 	}
-	for i := range d.cols {
-		c := &d.cols[i]
-		v := row[i]
-		if v == nil {
-			if c.required {
-				return &Error{Reason: ReasonMissingRequired, Column: c.name, Err: errMissing}
-			}
-			continue
+	for i := range row {
+		if err := d.convertColumn(row, i); err != nil {
+			return err
 		}
-		if done != nil && i < maxConverted && done[i/64]&(1<<(i%64)) != 0 {
-			continue
-		}
-		cv, err := c.conv.convert(v)
-		if err != nil {
-			if ce, ok := err.(*convertError); ok && len(ce.path) > 0 {
-				ce.path = append(ce.path, c.name)
-			}
-			return &Error{Reason: ReasonConvert, Column: c.name, Err: err}
-		}
-		row[i] = cv
 	}
+	return nil
+}
+
+// convertPending converts the row a visit left: below maxConverted only
+// the columns in pending (which hold JSON values) and the required ones
+// (which may be missing) need a look, the others being null or converted
+// already, so a wide table whose visit converted nearly everything costs
+// a few words of bits rather than a pass over every column. The columns
+// are taken in schema order, so the error is the one Convert would give.
+func (d *Decoder) convertPending(row Row, pending *[maxConverted / 64]uint64) error {
+	for w := range pending {
+		for todo := pending[w] | d.required[w]; todo != 0; todo &= todo - 1 {
+			b := bits.TrailingZeros64(todo)
+			i := w*64 + b
+			if pending[w]&(1<<b) == 0 && row[i] != nil {
+				continue // required, and converted as it was read
+			}
+			if err := d.convertColumn(row, i); err != nil {
+				return err
+			}
+		}
+	}
+	for i := maxConverted; i < len(row); i++ {
+		if err := d.convertColumn(row, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// convertColumn converts row[i], a JSON value or nil, in place.
+func (d *Decoder) convertColumn(row Row, i int) error {
+	c := &d.cols[i]
+	v := row[i]
+	if v == nil {
+		if c.required {
+			return &Error{Reason: ReasonMissingRequired, Column: c.name, Err: errMissing}
+		}
+		return nil
+	}
+	cv, err := c.conv.convert(v)
+	if err != nil {
+		if ce, ok := err.(*convertError); ok && len(ce.path) > 0 {
+			ce.path = append(ce.path, c.name)
+		}
+		return &Error{Reason: ReasonConvert, Column: c.name, Err: err}
+	}
+	row[i] = cv
 	return nil
 }
 

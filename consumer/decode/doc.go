@@ -20,7 +20,11 @@
 //	            go-jmespath
 //	trie.go     the trie of plain paths, which lets the reader build only
 //	            the selected values in one pass
+//	keytable.go the frozen hash table of a trie node's keys, which the
+//	            reader looks every object key up in
 //	convert.go  conversion of a JSON value to each Iceberg type
+//	box.go      the cells the converted scalars of a visit are boxed in,
+//	            an allocation per chunk instead of per value
 //	number.go   exact number parsing: integers, floats, decimals
 //	time.go     dates, times of day and RFC 3339 timestamps
 //	render.go   the offending value, shortened, in error messages

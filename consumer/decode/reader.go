@@ -25,9 +25,23 @@ type parser struct {
 	depth int
 	// max is the nesting limit; maxDepth when zero.
 	max int
-	// converted is the set of columns (below maxConverted) that the
-	// visit converted as it read them (capture), which Convert skips.
-	converted [maxConverted / 64]uint64
+	// pending is the set of columns (below maxConverted) to which the
+	// visit gave a JSON value to convert afterwards; a column below
+	// maxConverted that holds a value and is not in it was converted as
+	// it was read (capture). A column may be in it and hold nil (a
+	// duplicate key reset it, or its path led nowhere).
+	pending [maxConverted / 64]uint64
+	// box holds the boxes of the values capture converts; nil boxes them
+	// as Go does.
+	box *cells
+}
+
+// setPending records that column col holds a JSON value, not yet
+// converted.
+func (p *parser) setPending(col int) {
+	if col < maxConverted {
+		p.pending[col/64] |= 1 << (col % 64)
+	}
 }
 
 // maxConverted bounds the columns the reader converts as it reads them;
@@ -113,6 +127,7 @@ func (p *parser) member(n *node, row []any) error {
 		}
 		for _, c := range n.captures {
 			row[c.col] = evalPath(c.rest, v)
+			p.setPending(c.col)
 		}
 		return nil
 	}
@@ -136,7 +151,7 @@ func (p *parser) member(n *node, row []any) error {
 // error or conversion as for every other column.
 func (p *parser) capture(c *capture, row []any) error {
 	bit := uint64(1) << (c.col % 64)
-	word := &p.converted[c.col/64]
+	word := &p.pending[c.col/64]
 	if p.i < len(p.s) {
 		switch ch := p.s[p.i]; {
 		case ch == '"':
@@ -144,26 +159,26 @@ func (p *parser) capture(c *capture, row []any) error {
 			if err != nil {
 				return err
 			}
-			if v, reason := c.conv.scalar(s); reason == "" {
+			if v, reason := c.conv.scalar(s, p.box); reason == "" {
 				row[c.col] = v
-				*word |= bit
+				*word &^= bit
 				return nil
 			}
 			row[c.col] = s
-			*word &^= bit
+			*word |= bit
 			return nil
 		case ch == '-' || (ch >= '0' && ch <= '9'):
 			t, err := p.number()
 			if err != nil {
 				return err
 			}
-			if v, reason := c.conv.scalar(json.Number(t)); reason == "" {
+			if v, reason := c.conv.scalar(json.Number(t), p.box); reason == "" {
 				row[c.col] = v
-				*word |= bit
+				*word &^= bit
 				return nil
 			}
 			row[c.col] = json.Number(t)
-			*word &^= bit
+			*word |= bit
 			return nil
 		}
 	}
@@ -172,7 +187,7 @@ func (p *parser) capture(c *capture, row []any) error {
 		return err
 	}
 	row[c.col] = v
-	*word &^= bit
+	*word |= bit
 	return nil
 }
 
@@ -263,7 +278,7 @@ func (p *parser) walk(mode walkMode, n *node, row []any, out *any) error {
 			err = p.skip()
 		case visit:
 			// Most keys are not on a path: skip them without a call more.
-			if child := w.n.children[key]; child == nil {
+			if child := w.n.keys.find(key); child == nil {
 				err = p.skip()
 			} else {
 				err = p.member(child, w.row)

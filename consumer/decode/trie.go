@@ -5,7 +5,10 @@ package decode
 // evalPath(rest, value); otherwise the parser descends into the object
 // through children and skips every other key without building its value.
 type node struct {
+	// children is the trie while it is built; freeze turns it into keys,
+	// the table the reader looks object keys up in.
 	children map[string]*node
+	keys     keyTable
 	captures []capture
 	// slots lists the columns at or below this node, which a duplicate key
 	// resets: as in encoding/json, the last occurrence of a key wins whole.
@@ -51,7 +54,18 @@ func buildTrie(cols []column) *node {
 		n.captures = append(n.captures, capture{col: i, rest: c.path[k:], conv: c.conv})
 	}
 	root.finish()
+	root.freeze()
 	return root
+}
+
+// freeze builds the key tables of n and the nodes below it and drops the
+// maps they were built from: the reader only looks keys up.
+func (n *node) freeze() {
+	n.keys = newKeyTable(n.children)
+	for _, child := range n.children {
+		child.freeze()
+	}
+	n.children = nil
 }
 
 // finish folds the subtrees of capturing nodes into their captures and

@@ -47,6 +47,9 @@ type Config struct {
 	Catalog   Catalog   `yaml:"catalog"`
 	Datasets  []Dataset `yaml:"datasets"`
 	Metrics   Metrics   `yaml:"metrics"`
+	// SchemaRegistry is the registry the datasets share, unless a
+	// dataset names its own.
+	SchemaRegistry *SchemaRegistry `yaml:"schemaRegistry"`
 	// Maintenance configures the maintainer, the role that keeps the
 	// tables healthy (snapshot expiry, manifest merging).
 	Maintenance Maintenance `yaml:"maintenance"`
@@ -215,7 +218,17 @@ type Dataset struct {
 	ConsumerGroup string `yaml:"consumerGroup"`
 	// StartOffset is where a group with no committed offset starts: earliest or latest.
 	StartOffset string `yaml:"startOffset"`
-	// CustomMapping maps each column name to a JMESPath expression on the payload.
+	// Format is how the records' values are encoded: json, avro or protobuf.
+	Format string `yaml:"format"`
+	// AvroSchemaFile is the Avro schema (.avsc) of raw Avro values, which
+	// carry no schema id.
+	AvroSchemaFile string `yaml:"avroSchemaFile"`
+	// SchemaRegistry, when set, replaces the top-level schemaRegistry for
+	// this dataset.
+	SchemaRegistry *SchemaRegistry `yaml:"schemaRegistry"`
+	// CustomMapping maps each column name to a path or JMESPath expression
+	// on the value; when absent each column takes the top-level field of
+	// its own name.
 	CustomMapping map[string]string `yaml:"customMapping"`
 	// BloomFilterColumns get a bloom-filter sidecar per uploaded file.
 	BloomFilterColumns []string `yaml:"bloomFilterColumns"`
@@ -363,6 +376,9 @@ func (c *Config) applyDefaults() {
 		}
 		if d.StartOffset == "" {
 			d.StartOffset = DefaultStartOffset
+		}
+		if d.Format == "" {
+			d.Format = DefaultFormat
 		}
 	}
 }

@@ -134,7 +134,8 @@ func TestDocsListEveryKey(t *testing.T) {
 
 // minimal is the smallest valid configuration that reaches every required
 // key: it sets the required keys, plus the optional mappings that hold
-// required keys of their own (SASL, a create block with a partition field)
+// required keys of their own (SASL, a create block with a partition field,
+// the schema registries)
 // and what those need to be valid.
 func minimal() map[string]any {
 	return map[string]any{
@@ -143,10 +144,12 @@ func minimal() map[string]any {
 			"brokers": []any{"127.0.0.1:9092"},
 			"sasl":    map[string]any{"mechanism": "OAUTHBEARER", "token": "t0k3n"},
 		},
-		"catalog": map[string]any{"name": "lake", "type": "sql"},
+		"catalog":        map[string]any{"name": "lake", "type": "sql"},
+		"schemaRegistry": map[string]any{"url": "http://registry:8081"},
 		"datasets": []any{map[string]any{
 			"name": "clicks", "topic": "clicks", "table": "web.clicks",
-			"customMapping": map[string]any{"event_id": "id"},
+			"schemaRegistry": map[string]any{"url": "http://registry:8081"},
+			"customMapping":  map[string]any{"event_id": "id"},
 			"create": map[string]any{
 				"columns":   []any{map[string]any{"name": "event_id", "type": "string"}},
 				"partition": []any{map[string]any{"column": "event_id"}},
@@ -157,7 +160,7 @@ func minimal() map[string]any {
 
 // optionalContainers are keys minimal sets only to reach the required keys
 // inside them.
-var optionalContainers = []string{"kafka.sasl", "datasets[].create", "datasets[].create.partition"}
+var optionalContainers = []string{"kafka.sasl", "datasets[].create", "datasets[].create.partition", "schemaRegistry", "datasets[].schemaRegistry"}
 
 // setKeys returns the key paths a document sets, lists written as [].
 func setKeys(v any, path string, out map[string]bool) {

@@ -354,6 +354,7 @@ func (c *Config) Validate() error {
 			bad(a.key, "want host:port or :port, got %q", a.addr)
 		}
 	}
+	validateRegistry("schemaRegistry", c.SchemaRegistry, bad)
 	if len(c.Datasets) == 0 {
 		bad("datasets", "required: list at least one dataset")
 	}
@@ -409,17 +410,15 @@ func (c *Config) Validate() error {
 		if d.StartOffset != "earliest" && d.StartOffset != "latest" {
 			bad(p+".startOffset", "want earliest or latest, got %q", d.StartOffset)
 		}
-		if len(d.CustomMapping) == 0 {
-			bad(p+".customMapping", "required: map each column to a JMESPath expression")
-		}
+		c.validateFormat(p, d, bad)
 		for col, expr := range d.CustomMapping {
 			if strings.TrimSpace(expr) == "" {
 				bad(p+".customMapping."+col, "empty expression")
 			}
 		}
 		if d.Create != nil {
-			if len(d.Create.Columns) == 0 {
-				bad(p+".create.columns", "required: list the table's columns")
+			if len(d.Create.Columns) == 0 && !c.SchemaFromSource(d) {
+				bad(p+".create.columns", "required: list the table's columns, or take them from the records' schema with schemaRegistry or avroSchemaFile")
 			}
 			for j, col := range d.Create.Columns {
 				if col.Name == "" {

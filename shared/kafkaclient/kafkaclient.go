@@ -41,23 +41,27 @@ func Opts(k config.Kafka) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-func tlsConfig(t *config.KafkaTLS) (*tls.Config, error) {
+func tlsConfig(t *config.KafkaTLS) (*tls.Config, error) { return TLSConfig(t, "kafka.tls") }
+
+// TLSConfig builds the client TLS settings of a tls block (the brokers',
+// a schema registry's); errors name the block's keys under key.
+func TLSConfig(t *config.KafkaTLS, key string) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.caFile: %w", err)
+			return nil, fmt.Errorf("%s.caFile: %w", key, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka.tls.caFile: %s holds no PEM certificate", t.CAFile)
+			return nil, fmt.Errorf("%s.caFile: %s holds no PEM certificate", key, t.CAFile)
 		}
 		tc.RootCAs = pool
 	}
 	if t.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.certFile/keyFile: load client certificate %s: %w", t.CertFile, err)
+			return nil, fmt.Errorf("%s.certFile/keyFile: load client certificate %s: %w", key, t.CertFile, err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}

@@ -1,0 +1,156 @@
+package parquetfmt
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// Columns holds one row group of a flat table as the Parquet column
+// chunk writers take it: for each column its present values, packed
+// densely in a slice of the column's physical type, and one definition
+// level a row (1 present, 0 null). A sparse column costs one level per
+// row and nothing per null beyond it: no Arrow array, no validity bitmap.
+//
+// Byte-array and fixed-length values are slices that point into memory
+// the caller keeps alive until the row group is written (a segment's
+// encoded rows); Hold keeps blocks alive that Columns should free
+// itself. Columns are reused across row groups (GetColumns, PutColumns),
+// so a busy segment's next row group grows no slice.
+type Columns struct {
+	Cols []Column
+	// Rows is the row count: every column's Defs has this length.
+	Rows int
+	held [][]byte
+}
+
+// Column is one leaf column's values and definition levels. Only the
+// slice of the column's physical type is used.
+type Column struct {
+	Defs    []int16
+	Int32   []int32
+	Int64   []int64
+	Float32 []float32
+	Float64 []float64
+	Bool    []bool
+	Bytes   []parquet.ByteArray
+	Fixed   []parquet.FixedLenByteArray
+	// fixed holds the bytes of values converted for the file (decimals,
+	// big-endian), which Fixed points into once the row group is complete.
+	fixed []byte
+	// width is the byte width of a fixed-length value; 0 otherwise.
+	width int
+}
+
+var columnsPool = sync.Pool{New: func() any { return new(Columns) }}
+
+// GetColumns returns empty Columns for rows rows of layout, every
+// definition level 0 (null), from a pool.
+func GetColumns(layout *Layout, rows int) *Columns {
+	c := columnsPool.Get().(*Columns)
+	n := len(layout.leaves)
+	if cap(c.Cols) < n {
+		c.Cols = append(c.Cols[:cap(c.Cols)], make([]Column, n-cap(c.Cols))...)
+	}
+	c.Cols = c.Cols[:n]
+	c.Rows = rows
+	for i := range c.Cols {
+		col := &c.Cols[i]
+		col.width = layout.leaves[i].width
+		if cap(col.Defs) < rows {
+			col.Defs = make([]int16, rows)
+		} else {
+			col.Defs = col.Defs[:rows]
+			clear(col.Defs)
+		}
+	}
+	return c
+}
+
+// PutColumns empties c and gives it back to the pool; blocks given to
+// Hold are dropped. Nothing may refer to c's values after.
+func PutColumns(c *Columns) {
+	for i := range c.Cols {
+		col := &c.Cols[i]
+		clear(col.Bytes) // no reference left into the caller's memory
+		clear(col.Fixed)
+		col.Int32, col.Int64, col.Float32, col.Float64 = col.Int32[:0], col.Int64[:0], col.Float32[:0], col.Float64[:0]
+		col.Bool, col.Bytes, col.Fixed, col.fixed = col.Bool[:0], col.Bytes[:0], col.Fixed[:0], col.fixed[:0]
+	}
+	clear(c.held)
+	c.held, c.Rows = c.held[:0], 0
+	columnsPool.Put(c)
+}
+
+// Hold keeps b referenced until c goes back to the pool: the bytes of
+// values that point into it stay valid while the row group is written.
+func (c *Columns) Hold(b []byte) { c.held = append(c.held, b) }
+
+// AppendDecimal adds a decimal128 value (hi, lo: its two's complement
+// halves) as the file stores it: big-endian, in the column's fixed
+// width (the precision's minimal byte count), as pqarrow does.
+func (col *Column) AppendDecimal(hi int64, lo uint64) {
+	var be [16]byte
+	for i := 0; i < 8; i++ {
+		be[i] = byte(uint64(hi) >> (56 - 8*i))
+		be[8+i] = byte(lo >> (56 - 8*i))
+	}
+	col.fixed = append(col.fixed, be[16-col.width:]...)
+}
+
+// sealFixed points Fixed at the converted values of fixed, now that no
+// append moves them any more.
+func (col *Column) sealFixed() {
+	if len(col.fixed) == 0 || col.width == 0 {
+		return
+	}
+	for off := 0; off+col.width <= len(col.fixed); off += col.width {
+		col.Fixed = append(col.Fixed, col.fixed[off:off+col.width:off+col.width])
+	}
+}
+
+// present is the number of values of col, of whatever type.
+func (col *Column) present(t parquet.Type) int {
+	switch t {
+	case parquet.Types.Int32:
+		return len(col.Int32)
+	case parquet.Types.Int64:
+		return len(col.Int64)
+	case parquet.Types.Float:
+		return len(col.Float32)
+	case parquet.Types.Double:
+		return len(col.Float64)
+	case parquet.Types.Boolean:
+		return len(col.Bool)
+	case parquet.Types.ByteArray:
+		return len(col.Bytes)
+	case parquet.Types.FixedLenByteArray:
+		return len(col.Fixed)
+	}
+	return 0
+}
+
+// leaf is what Columns and the writer need to know of a column.
+type leaf struct {
+	path     string
+	typ      parquet.Type
+	width    int  // fixed-length byte width
+	required bool // no definition levels: every row has a value
+}
+
+func leavesOf(sc *schema.Schema) ([]leaf, error) {
+	out := make([]leaf, sc.NumColumns())
+	for i := range out {
+		c := sc.Column(i)
+		if c.MaxRepetitionLevel() != 0 || c.MaxDefinitionLevel() > 1 || len(c.ColumnPath()) != 1 {
+			return nil, fmt.Errorf("column %s is nested: only flat columns are written from Columns", c.Path())
+		}
+		out[i] = leaf{path: c.Path(), typ: c.PhysicalType(), required: c.MaxDefinitionLevel() == 0}
+		if c.PhysicalType() == parquet.Types.FixedLenByteArray {
+			out[i].width = c.TypeLength()
+		}
+	}
+	return out, nil
+}
