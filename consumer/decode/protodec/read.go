@@ -37,7 +37,7 @@ func (d *Decoder) DecodeInto(dst decode.Row, msg []byte) (decode.Row, error) {
 	} else {
 		row = make(decode.Row, len(d.names))
 	}
-	r := reader{maxDepth: d.maxDepth}
+	r := reader{maxDepth: d.maxDepth, slab: slab{nWords: d.words, nStrs: d.strs}}
 	if err := r.visit(d.root, msg, row, 1); err != nil {
 		return nil, classify(err)
 	}
@@ -62,7 +62,10 @@ func classify(err error) *decode.Error {
 
 var errTooDeep = errors.New("messages nest deeper than the limit")
 
-type reader struct{ maxDepth int }
+type reader struct {
+	maxDepth int
+	slab     slab
+}
 
 // visit reads the fields of one message into slots by plan p.
 func (r *reader) visit(p *plan, b []byte, slots []any, depth int) error {
@@ -246,16 +249,29 @@ func (r *reader) scalar(c *conv, typ protowire.Type, b []byte) (any, int, error)
 	switch typ {
 	case protowire.VarintType:
 		x, n = protowire.ConsumeVarint(b)
+		if n > 0 {
+			if v, ok := r.slab.boxed(c, x, nil); ok {
+				return v, n, nil
+			}
+		}
 	case protowire.Fixed32Type:
 		var v uint32
 		v, n = protowire.ConsumeFixed32(b)
 		x = uint64(v)
 	case protowire.Fixed64Type:
 		x, n = protowire.ConsumeFixed64(b)
+		if n > 0 {
+			if v, ok := r.slab.boxed(c, x, nil); ok {
+				return v, n, nil
+			}
+		}
 	case protowire.BytesType:
 		v, n := protowire.ConsumeBytes(b)
 		if n < 0 {
 			return nil, 0, wireErr(n)
+		}
+		if s, ok := r.slab.boxed(c, 0, v); ok {
+			return s, n, nil
 		}
 		s, err := c.bytes(v)
 		return s, n, err

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/internal/testutil"
 )
 
@@ -199,12 +200,16 @@ func TestShapesDecode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := range 200 {
-				want, err := jd.DecodeInto(nil, s.Payloads[i])
-				if err != nil {
+			// All rows are decoded before any is checked: the values of a
+			// row stay as they were when the next rows are decoded.
+			rows := make([]decode.Row, len(s.messages))
+			for i, m := range s.messages {
+				if rows[i], err = d.DecodeInto(nil, m); err != nil {
 					t.Fatal(err)
 				}
-				got, err := d.DecodeInto(nil, s.messages[i])
+			}
+			for i, got := range rows {
+				want, err := jd.DecodeInto(nil, s.Payloads[i])
 				if err != nil {
 					t.Fatal(err)
 				}
