@@ -153,15 +153,15 @@ func (s *state) run(prog []op, dst []any) error {
 			case opString:
 				var v string
 				v, err = s.str()
-				dst[o.col] = v
+				dst[o.col] = s.a.str(v)
 			case opLongLong:
 				var v int64
 				v, err = s.long()
-				dst[o.col] = v
+				dst[o.col] = s.a.int64(v)
 			case opDoubleDouble:
 				var v float64
 				v, err = s.float64()
-				dst[o.col] = v
+				dst[o.col] = s.a.float64(v)
 			default:
 				dst[o.col], err = s.value(alt)
 			}
@@ -221,16 +221,20 @@ func (s *state) value(o *op) (any, error) {
 	case opNull:
 		return nil, nil
 	case opString:
-		return s.str()
+		v, err := s.str()
+		return s.a.str(v), err
 	case opLongLong:
-		return s.long()
+		v, err := s.long()
+		return s.a.int64(v), err
 	case opIntLong:
 		v, err := s.int()
-		return int64(v), err
+		return s.a.int64(int64(v)), err
 	case opIntInt:
-		return s.int()
+		v, err := s.int()
+		return s.a.int32(v), err
 	case opDoubleDouble:
-		return s.float64()
+		v, err := s.float64()
+		return s.a.float64(v), err
 	case opBool:
 		if s.pos >= len(s.buf) {
 			return nil, errTruncated
@@ -246,7 +250,8 @@ func (s *state) value(o *op) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return timestamp(o, v)
+		ts, err := timestamp(o, v)
+		return s.a.timestamp(ts), err
 	case opLongInt:
 		v, err := s.long()
 		if err != nil {
@@ -255,7 +260,7 @@ func (s *state) value(o *op) (any, error) {
 		if v != int64(int32(v)) {
 			return nil, convertError(o, "long %d is out of the range of int", v)
 		}
-		return int32(v), nil
+		return s.a.int32(int32(v)), nil
 	case opIntFloat:
 		v, err := s.int()
 		return float32(v), err
@@ -269,10 +274,10 @@ func (s *state) value(o *op) (any, error) {
 		return float64(v), err
 	case opLongDouble:
 		v, err := s.long()
-		return float64(v), err
+		return s.a.float64(float64(v)), err
 	case opFloatDouble:
 		v, err := s.float32()
-		return float64(v), err
+		return s.a.float64(float64(v)), err
 	case opEnum:
 		i, err := s.index(len(o.symbols), "enum symbol")
 		if err != nil {
@@ -280,9 +285,11 @@ func (s *state) value(o *op) (any, error) {
 		}
 		return o.symbols[i], nil
 	case opBytes:
-		return s.bytes()
+		v, err := s.bytes()
+		return s.a.bytes(v), err
 	case opFixed:
-		return s.next(o.n)
+		v, err := s.next(o.n)
+		return s.a.bytes(v), err
 	case opBytesFixed:
 		b, err := s.bytes()
 		if err != nil {
@@ -312,13 +319,13 @@ func (s *state) value(o *op) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return decimalValue(o, b)
+		return s.a.decimalValue(o, b)
 	case opDecFixed:
 		b, err := s.next(o.n)
 		if err != nil {
 			return nil, err
 		}
-		return decimalValue(o, b)
+		return s.a.decimalValue(o, b)
 	case opUUIDString:
 		v, err := s.str()
 		if err != nil {
@@ -344,21 +351,21 @@ func (s *state) value(o *op) (any, error) {
 // timestamp scales a timestamp of the writer's unit to the column's:
 // microseconds, or nanoseconds for the _ns types. Digits below the
 // column's unit are cut (rounding towards the past).
-func timestamp(o *op, v int64) (any, error) {
+func timestamp(o *op, v int64) (int64, error) {
 	if o.mul > 1 {
 		if v > math.MaxInt64/o.mul || v < math.MinInt64/o.mul {
-			return nil, convertError(o, "timestamp %d is out of the column's range", v)
+			return 0, convertError(o, "timestamp %d is out of the column's range", v)
 		}
-		return arrow.Timestamp(v * o.mul), nil
+		return v * o.mul, nil
 	}
 	if o.div > 1 {
 		q := v / o.div
 		if v%o.div < 0 {
 			q--
 		}
-		return arrow.Timestamp(q), nil
+		return q, nil
 	}
-	return arrow.Timestamp(v), nil
+	return v, nil
 }
 
 const microsPerDay = 86_400_000_000

@@ -23,6 +23,7 @@ type state struct {
 	pos   int
 	depth int
 	max   int // nesting limit of skipped recursive values
+	a     arena
 }
 
 // long reads a zigzag varint, the encoding of int, long, enum indexes,
