@@ -204,7 +204,15 @@ func (c *conv) bits(x uint64) (any, error) {
 
 // decimal scales n, which has scale from, to the column's scale, exactly.
 func (c *conv) decimal(n decimal128.Num, from int32, text string) (any, error) {
+	if from < 0 || from > 38 {
+		return nil, c.errorf("%s has scale %d, outside 0 to 38", text, from)
+	}
 	if from < c.scale {
+		// Checked before scaling up, which would wrap around past 38
+		// digits.
+		if !n.FitsInPrecision(max(c.precision-(c.scale-from), 0)) {
+			return nil, c.errorf("%s does not fit decimal(%d,%d)", text, c.precision, c.scale)
+		}
 		n = n.IncreaseScaleBy(c.scale - from)
 	} else if from > c.scale {
 		r, err := n.Rescale(from, c.scale)
