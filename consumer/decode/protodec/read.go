@@ -228,6 +228,8 @@ func (r *reader) value(c *conv, num protowire.Number, typ protowire.Type, v []by
 		return c.timestamp(b)
 	case shapeDate:
 		return c.date(b)
+	case shapeDecimal:
+		return c.confluentDecimal(b)
 	case shapeWrapper:
 		return r.wrapper(c, b, depth)
 	}
