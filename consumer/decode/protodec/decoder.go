@@ -122,7 +122,8 @@ func (p *plan) add(fd protoreflect.FieldDescriptor, slot int, c *conv) {
 // it must be optional. Each value converts to its column's type as
 // TableSchema maps it, and also: int32 kinds to long, float to double,
 // enums to int or long (the number), uint64 to long (range checked),
-// integers and decimal strings ("-12.30") to any decimal exactly, string
+// integers, decimal strings ("-12.30") and confluent.type.Decimal values
+// (whatever their own precision and scale) to any decimal exactly, string
 // to binary, 16 bytes or a canonical string to uuid, bytes to fixed[L] of
 // their length, Timestamp to timestamp and the nanosecond timestamps. Any
 // other pair is an error naming the column.
@@ -298,6 +299,14 @@ func newSingle(fd protoreflect.FieldDescriptor, t iceberg.Type, col, path string
 		if _, ok := t.(iceberg.DateType); !ok {
 			return nil, fmt.Errorf("%s %s does not convert to %s", nameDate, path, t)
 		}
+		return c, nil
+	case nameDecimal:
+		dt, ok := t.(iceberg.DecimalType)
+		if !ok {
+			return nil, fmt.Errorf("%s %s does not convert to %s", nameDecimal, path, t)
+		}
+		c.shape, c.out = shapeDecimal, outDecimal
+		c.precision, c.scale = int32(dt.Precision()), int32(dt.Scale())
 		return c, nil
 	}
 	if _, ok := wrapperKinds[md.FullName()]; ok {

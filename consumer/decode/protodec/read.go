@@ -24,8 +24,13 @@ import (
 // packed or not, and a map's repeated key keeps its last entry. An absent
 // field without presence (a proto3 scalar) is its zero value, an absent
 // message or `optional` field is null, and so is every column under an
-// absent message. A field whose wire type is not its kind's is a
-// ReasonNotProtobuf drop: the record was not written with this schema.
+// absent message. A proto2 field's declared default is not applied: the
+// field has presence, so absent is null. The members of a oneof are read
+// as the fields they are; a message carrying two of them (which no
+// serializer writes) gives both. A field whose wire type is not its
+// kind's is a ReasonNotProtobuf drop, where protobuf's own parser would
+// keep it as an unknown field: the record was not written with this
+// schema, and its value would silently be lost.
 func (d *Decoder) DecodeInto(dst decode.Row, msg []byte) (decode.Row, error) {
 	if d.maxBytes > 0 && len(msg) > d.maxBytes {
 		return nil, &decode.Error{Reason: decode.ReasonTooLarge, Err: fmt.Errorf("%d bytes, over the limit of %d", len(msg), d.maxBytes)}
@@ -223,6 +228,8 @@ func (r *reader) value(c *conv, num protowire.Number, typ protowire.Type, v []by
 		return c.timestamp(b)
 	case shapeDate:
 		return c.date(b)
+	case shapeDecimal:
+		return c.confluentDecimal(b)
 	case shapeWrapper:
 		return r.wrapper(c, b, depth)
 	}
