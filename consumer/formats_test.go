@@ -3,6 +3,8 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -278,4 +280,41 @@ func TestConsumerRefusesATableNarrowerThanTheSchema(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "column n") && !strings.Contains(err.Error(), `"n"`) {
 		t.Fatalf("start error %v, want one naming column n", err)
 	}
+}
+
+// Raw Avro values, without any header, against the schema of
+// avroSchemaFile (the ingest-bench case): the table is built from the
+// file and every event lands once; a value that is not a datum of the
+// schema goes to the dead-letter topic as not_avro.
+func TestConsumerReadsRawAvroWithASchemaFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schema.avsc")
+	if err := os.WriteFile(path, []byte(flatAvro), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := startConsumerOf(t, fmt.Sprintf(`    table: web.clicks
+    format: avro
+    avroSchemaFile: %q
+    deadLetterTopic: clicks_dlq
+    create:
+      partition: [{column: tenant}]
+`, path), nil)
+	as, err := avro.Parse(flatAvro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	var values [][]byte
+	for i := range n {
+		v, err := as.Encode(map[string]any{"event_id": fmt.Sprintf("e%d", i), "tenant": nil,
+			"ts": time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixMicro(), "n": int32(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		values = append(values, v)
+	}
+	bad := values[0][:3] // a string length with its bytes cut off
+	drops := map[string][]byte{decode.ReasonNotAvro: bad}
+	e.produceValues(t, 0, values...)
+	e.produceValues(t, 1, bad)
+	checkFormatRun(t, e, n, n+1, drops)
 }
