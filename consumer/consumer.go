@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
@@ -277,7 +278,17 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
 	}
-	tbl, err := tables.Load(ctx, cat, ds)
+	var writer func(context.Context) (*iceberg.Schema, error)
+	if c.cfg.SchemaFromSource(ds) {
+		writer = func(ctx context.Context) (*iceberg.Schema, error) {
+			s, err := format.latest(ctx, ds.Topic)
+			if err != nil {
+				return nil, err
+			}
+			return format.tableSchema(s)
+		}
+	}
+	tbl, err := tables.LoadFromSchema(ctx, cat, ds, writer)
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +297,9 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 	// crash here only repeats the check at the next start.
 	if tbl, err = tables.Evolve(ctx, cat, tbl, ds, log); err != nil {
 		return nil, err
+	}
+	if err := format.checkTable(ctx, ds, tbl.Schema(), log); err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
 	}
 	view, err := newTableView(ds, format, tbl)
 	if err != nil {

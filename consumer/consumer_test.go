@@ -42,9 +42,28 @@ func startConsumer(t *testing.T, setup func(*Consumer)) *runEnv {
 	return startConsumerWith(t, "", setup)
 }
 
+// clicksDataset is the dataset of the consumer tests but its name and
+// topic: a table of three columns mapped from nested JSON.
+const clicksDataset = `    table: web.clicks
+    customMapping: {event_id: id, tenant: meta.tenant, ts: meta.ts}
+    create:
+      columns:
+        - {name: event_id, type: string, required: true}
+        - {name: tenant, type: string}
+        - {name: ts, type: timestamptz, required: true}
+      partition: [{column: tenant, transform: identity}]
+`
+
 // startConsumerWith adds extra YAML lines to the dataset's config (indented
 // like its keys) and seeds a dead-letter topic "clicks_dlq".
 func startConsumerWith(t *testing.T, extra string, setup func(*Consumer)) *runEnv {
+	t.Helper()
+	return startConsumerOf(t, clicksDataset+extra, setup)
+}
+
+// startConsumerOf runs a consumer whose one dataset, clicks on topic
+// clicks_v1, has the YAML lines of block (indented like its keys).
+func startConsumerOf(t *testing.T, block string, setup func(*Consumer)) *runEnv {
 	t.Helper()
 	const topic = "clicks_v1"
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topic), kfake.SeedTopics(1, "clicks_dlq"))
@@ -64,15 +83,7 @@ catalog: {name: t, type: sql, uri: "file:%s", sql.driver: sqlite, sql.dialect: s
 datasets:
   - name: clicks
     topic: %s
-    table: web.clicks
-    customMapping: {event_id: id, tenant: meta.tenant, ts: meta.ts}
-    create:
-      columns:
-        - {name: event_id, type: string, required: true}
-        - {name: tenant, type: string}
-        - {name: ts, type: timestamptz, required: true}
-      partition: [{column: tenant, transform: identity}]
-%s`, filepath.Join(dir, "wal"), cluster.ListenAddrs()[0], filepath.Join(dir, "cat.db"), filepath.Join(dir, "wh"), topic, extra)
+%s`, filepath.Join(dir, "wal"), cluster.ListenAddrs()[0], filepath.Join(dir, "cat.db"), filepath.Join(dir, "wh"), topic, block)
 	cfg, err := config.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)

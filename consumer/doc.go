@@ -1,9 +1,16 @@
 // Package consumer is steps 1 to 4 of the record path: it consumes each
-// dataset's Kafka topic with its own consumer group, decodes every JSON
-// record into the table's columns with the dataset's customMapping, appends
+// dataset's Kafka topic with its own consumer group, decodes every record
+// (JSON, Avro or Protobuf, format.go; the writer schemas of the Confluent
+// header fetched from a schema registry, registry.go) into the table's
+// columns with the dataset's customMapping or by name, appends
 // the row to an open WAL segment (one per Kafka partition and Iceberg
 // partition), rotates segments into ready_* files and then commits the
 // Kafka offset after them.
+//
+// A record whose schema id the registry has not answered for is not
+// processed at all: its partition pauses and rewinds to it
+// (schemawait.go), so its offset, and every later one, stay uncommitted
+// and a crash while it waits reads it again.
 //
 // Order matters for crash safety, and each step is written so that a crash
 // at any instruction is repaired by the recovery that runs at every start

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -12,6 +14,8 @@ import (
 	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/consumer/decode/avrodec"
 	"github.com/icewal/ingestor/consumer/decode/protodec"
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 // compiled is a writer schema parsed (Avro) or compiled (Protobuf) once,
@@ -100,4 +104,73 @@ func nilIfEmpty(m map[string]string) map[string]string {
 		return nil
 	}
 	return m
+}
+
+// latestSchemaTimeout bounds the start's fetch of the latest writer schema.
+const latestSchemaTimeout = 30 * time.Second
+
+// latest returns the dataset's latest writer schema: avroSchemaFile's,
+// or the newest version of the subject <topic>-value (the serializers'
+// default TopicNameStrategy).
+func (f *valueFormat) latest(ctx context.Context, topic string) (*writerSchema, error) {
+	if f.fixed != nil {
+		return f.fixed, nil
+	}
+	if f.reg == nil || f.name == config.FormatJSON {
+		return nil, fmt.Errorf("format %s: no writer schema to build a table from; list create.columns", f.name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, latestSchemaTimeout)
+	defer cancel()
+	return f.reg.latest(ctx, topic+"-value")
+}
+
+// tableSchema returns the Iceberg columns of a writer schema, as the
+// decoders map its types; a Protobuf schema's first message is the
+// record's.
+func (f *valueFormat) tableSchema(s *writerSchema) (*iceberg.Schema, error) {
+	switch f.name {
+	case config.FormatAvro:
+		as, err := s.avro()
+		if err != nil {
+			return nil, err
+		}
+		return avrodec.TableSchema(as)
+	case config.FormatProtobuf:
+		md, err := s.message(nil)
+		if err != nil {
+			return nil, err
+		}
+		return protodec.TableSchema(md)
+	}
+	return nil, fmt.Errorf("format %s: no writer schema to build a table from; list create.columns", f.name)
+}
+
+// checkTable compares the table with the dataset's latest writer schema
+// at start: the decoder of that schema must build for the table (every
+// mapped field of a type its column takes) and, read by name, no column
+// may be required without a field or narrower than its field. A registry
+// that cannot answer now does not stop the start: the records are checked
+// one schema id at a time as they come.
+func (f *valueFormat) checkTable(ctx context.Context, ds config.Dataset, tbl *iceberg.Schema, log *slog.Logger) error {
+	if f.build == nil {
+		return nil
+	}
+	s, err := f.latest(ctx, ds.Topic)
+	if err != nil {
+		if f.fixed == nil && !isNotFound(err) {
+			log.Warn("the table is not compared with the latest writer schema: the registry did not answer", "err", err)
+		}
+		return nil
+	}
+	if _, err := f.build(tbl, f.mapping, s, nil); err != nil {
+		return fmt.Errorf("table %s does not fit the latest writer schema (id %d): %w", ds.Table, s.id, err)
+	}
+	if len(ds.CustomMapping) > 0 {
+		return nil
+	}
+	ws, err := f.tableSchema(s)
+	if err != nil {
+		return fmt.Errorf("latest writer schema (id %d): %w", s.id, err)
+	}
+	return tables.CheckWriterSchema(ds, tbl, ws)
 }

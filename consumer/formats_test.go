@@ -3,18 +3,24 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/consumer/decode/protodec"
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 // clickAvro is the writer schema of the Avro test records: the table's
@@ -184,4 +190,131 @@ func listOf(m *dynamicpb.Message, f protoreflect.FieldDescriptor, items ...strin
 		l.Append(protoreflect.ValueOfString(it))
 	}
 	return l
+}
+
+// flatAvro is a writer schema whose fields are the table's columns by name.
+const flatAvro = `{"type":"record","name":"Click","fields":[
+ {"name":"event_id","type":"string"},
+ {"name":"tenant","type":["null","string"]},
+ {"name":"ts","type":{"type":"long","logicalType":"timestamp-micros"}},
+ {"name":"n","type":"int"}]}`
+
+// A dataset whose create block gives a partition spec and no columns gets
+// its table from the subject's latest schema, field ids assigned and
+// required where the schema has no null; without customMapping every
+// column then takes its field by name.
+func TestConsumerCreatesTheTableFromTheRegistrySchema(t *testing.T) {
+	reg, _ := startRegistry(t)
+	id, _, err := reg.RegisterSchema("clicks_v1-value", sr.Schema{Type: sr.TypeAvro, Schema: flatAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startConsumerOf(t, fmt.Sprintf(`    table: web.clicks
+    format: avro
+    schemaRegistry: {url: %q}
+    create:
+      partition: [{column: tenant}]
+`, reg.URL()), nil)
+	as, err := avro.Parse(flatAvro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values [][]byte
+	const n = 50
+	for i := range n {
+		v, err := as.Encode(map[string]any{"event_id": fmt.Sprintf("e%d", i), "tenant": map[string]any{"string": "a"},
+			"ts": time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixMicro(), "n": int32(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		values = append(values, confluent(id, v))
+	}
+	e.produceValues(t, 0, values...)
+	checkFormatRun(t, e, n, n, nil)
+
+	cat, err := tables.OpenCatalog(context.Background(), e.cfg.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"web", "clicks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "event_id", Type: iceberg.PrimitiveTypes.String, Required: true},
+		iceberg.NestedField{ID: 2, Name: "tenant", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz, Required: true},
+		iceberg.NestedField{ID: 4, Name: "n", Type: iceberg.PrimitiveTypes.Int32, Required: true},
+	)
+	if !tbl.Schema().Equals(want) {
+		t.Fatalf("table schema %s, want %s", tbl.Schema(), want)
+	}
+}
+
+// At start, a table whose column is narrower than the writer's field of
+// its name stops the consumer with an error naming the column, before a
+// record is read.
+func TestConsumerRefusesATableNarrowerThanTheSchema(t *testing.T) {
+	reg, _ := startRegistry(t)
+	wide := strings.Replace(flatAvro, `{"name":"n","type":"int"}`, `{"name":"n","type":"long"}`, 1)
+	if _, _, err := reg.RegisterSchema("clicks_v1-value", sr.Schema{Type: sr.TypeAvro, Schema: wide}); err != nil {
+		t.Fatal(err)
+	}
+	e := startConsumerOf(t, fmt.Sprintf(`    table: web.clicks
+    format: avro
+    schemaRegistry: {url: %q}
+    create:
+      columns:
+        - {name: event_id, type: string, required: true}
+        - {name: tenant, type: string}
+        - {name: ts, type: timestamptz}
+        - {name: n, type: int}
+`, reg.URL()), nil)
+	var err error
+	select {
+	case err = <-e.done:
+		e.done <- err // for the cleanup, which waits for the consumer's end
+	case <-time.After(30 * time.Second):
+		t.Fatal("the consumer started with a table narrower than the writer schema")
+	}
+	if err == nil || !strings.Contains(err.Error(), "column n") && !strings.Contains(err.Error(), `"n"`) {
+		t.Fatalf("start error %v, want one naming column n", err)
+	}
+}
+
+// Raw Avro values, without any header, against the schema of
+// avroSchemaFile (the ingest-bench case): the table is built from the
+// file and every event lands once; a value that is not a datum of the
+// schema goes to the dead-letter topic as not_avro.
+func TestConsumerReadsRawAvroWithASchemaFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schema.avsc")
+	if err := os.WriteFile(path, []byte(flatAvro), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := startConsumerOf(t, fmt.Sprintf(`    table: web.clicks
+    format: avro
+    avroSchemaFile: %q
+    deadLetterTopic: clicks_dlq
+    create:
+      partition: [{column: tenant}]
+`, path), nil)
+	as, err := avro.Parse(flatAvro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	var values [][]byte
+	for i := range n {
+		v, err := as.Encode(map[string]any{"event_id": fmt.Sprintf("e%d", i), "tenant": nil,
+			"ts": time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixMicro(), "n": int32(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		values = append(values, v)
+	}
+	bad := values[0][:3] // a string length with its bytes cut off
+	drops := map[string][]byte{decode.ReasonNotAvro: bad}
+	e.produceValues(t, 0, values...)
+	e.produceValues(t, 1, bad)
+	checkFormatRun(t, e, n, n+1, drops)
 }

@@ -149,6 +149,7 @@ func minimal() map[string]any {
 		"datasets": []any{map[string]any{
 			"name": "clicks", "topic": "clicks", "table": "web.clicks",
 			"schemaRegistry": map[string]any{"url": "http://registry:8081"},
+			"format":         "avro",
 			"customMapping":  map[string]any{"event_id": "id"},
 			"create": map[string]any{
 				"columns":   []any{map[string]any{"name": "event_id", "type": "string"}},

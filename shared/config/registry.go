@@ -95,9 +95,11 @@ func (c *Config) validateFormat(p string, d Dataset, bad func(key, problem strin
 }
 
 // SchemaFromSource reports whether a dataset's table can be built from
-// its writers' schema: a registry or an Avro schema file gives one.
+// its writers' schema: an Avro or Protobuf dataset's registry, or its
+// Avro schema file, gives one (a JSON Schema does not say enough of the
+// types).
 func (c *Config) SchemaFromSource(d Dataset) bool {
-	return c.RegistryFor(d) != nil || d.AvroSchemaFile != ""
+	return d.Format != FormatJSON && d.Format != "" && (c.RegistryFor(d) != nil || d.AvroSchemaFile != "")
 }
 
 // String names the registry for logs and errors, without its secrets.

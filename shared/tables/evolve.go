@@ -32,8 +32,8 @@ const evolveAttempts = 5
 // (another pod's consumer making the same change) reloads the table and
 // compares again, so the column is added once.
 func Evolve(ctx context.Context, cat catalog.Catalog, tbl *table.Table, d config.Dataset, log *slog.Logger) (*table.Table, error) {
-	if d.Create == nil {
-		return tbl, nil
+	if d.Create == nil || len(d.Create.Columns) == 0 {
+		return tbl, nil // a table built from the writers' schema: nothing configured to add
 	}
 	want, err := BuildSchema(d.Create.Columns)
 	if err != nil {

@@ -36,7 +36,17 @@ func Load(ctx context.Context, cat catalog.Catalog, d config.Dataset) (*table.Ta
 		return nil, fmt.Errorf("dataset %s: table %s does not exist: create it, or add datasets[].create to the configuration so that the ingestor creates it: %w",
 			d.Name, d.Table, err)
 	}
-	schema, spec, props, err := createArgs(d.Create)
+	if len(d.Create.Columns) == 0 {
+		return nil, fmt.Errorf("dataset %s: table %s: %w", d.Name, d.Table, ErrNoWriterSchema)
+	}
+	return create(ctx, cat, d, nil)
+}
+
+// create creates the dataset's table, with the columns of its create
+// block laid over from when from is set.
+func create(ctx context.Context, cat catalog.Catalog, d config.Dataset, from *iceberg.Schema) (*table.Table, error) {
+	ident := table.Identifier(d.TableIdent())
+	schema, spec, props, err := createArgs(d.Create, from)
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: create table %s: %w", d.Name, d.Table, err)
 	}
@@ -45,7 +55,7 @@ func Load(ctx context.Context, cat catalog.Catalog, d config.Dataset) (*table.Ta
 			return nil, fmt.Errorf("dataset %s: create table %s: %w", d.Name, d.Table, err)
 		}
 	}
-	tbl, err = cat.CreateTable(ctx, ident, schema, catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
+	tbl, err := cat.CreateTable(ctx, ident, schema, catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
 	if err == nil {
 		return tbl, nil
 	}
@@ -77,8 +87,14 @@ func ensureNamespace(ctx context.Context, cat catalog.Catalog, ns table.Identifi
 }
 
 // createArgs builds the schema, partition spec and properties of a create block.
-func createArgs(c *config.CreateTable) (*iceberg.Schema, iceberg.PartitionSpec, iceberg.Properties, error) {
-	schema, err := BuildSchema(c.Columns)
+func createArgs(c *config.CreateTable, from *iceberg.Schema) (*iceberg.Schema, iceberg.PartitionSpec, iceberg.Properties, error) {
+	var schema *iceberg.Schema
+	var err error
+	if from != nil {
+		schema, err = MergeSchema(from, c.Columns)
+	} else {
+		schema, err = BuildSchema(c.Columns)
+	}
 	if err != nil {
 		return nil, iceberg.PartitionSpec{}, nil, err
 	}
