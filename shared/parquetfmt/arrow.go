@@ -122,4 +122,3 @@ func appendValid[T any](dst, src []T, valid func(int) bool) []T {
 	}
 	return dst
 }
-
