@@ -44,13 +44,13 @@ func (col *Column) appendArray(arr arrow.Array) error {
 		for r := 0; r < a.Len(); r++ {
 			if valid(r) {
 				b, e := offs[r]-offs[0], offs[r+1]-offs[0]
-				col.Bytes = append(col.Bytes, data[b:e:e])
+				col.Bytes = append(col.Bytes, present(data[b:e:e]))
 			}
 		}
 	case *array.Binary:
 		for r := 0; r < a.Len(); r++ {
 			if valid(r) {
-				col.Bytes = append(col.Bytes, a.Value(r))
+				col.Bytes = append(col.Bytes, present(a.Value(r)))
 			}
 		}
 	case *array.FixedSizeBinary:
@@ -112,6 +112,22 @@ func (col *Column) appendArray(arr arrow.Array) error {
 		return fmt.Errorf("no Parquet column values for Arrow type %s", arr.DataType())
 	}
 	return nil
+}
+
+// empty is the present empty value. An array whose values are all
+// empty may have no value buffer, so its values slice to nil, and
+// arrow-go's byte-array statistics take a nil value for "no value yet":
+// a row group that also holds "b" from another record would then say
+// its minimum is "b" while it holds "", and a reader pruning by the
+// bounds would skip the file for col = ''.
+var empty = []byte{}
+
+// present returns b, or empty for nil.
+func present(b []byte) []byte {
+	if b == nil {
+		return empty
+	}
+	return b
 }
 
 func appendValid[T any](dst, src []T, valid func(int) bool) []T {
