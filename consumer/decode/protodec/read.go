@@ -42,8 +42,10 @@ func (d *Decoder) DecodeInto(dst decode.Row, msg []byte) (decode.Row, error) {
 	} else {
 		row = make(decode.Row, len(d.names))
 	}
-	r := reader{maxDepth: d.maxDepth, slab: slab{nWords: d.words, nStrs: d.strs}}
-	if err := r.visit(d.root, msg, row, 1); err != nil {
+	r := reader{maxDepth: d.maxDepth, slab: slabPool.Get().(*slab)}
+	err := r.visit(d.root, msg, row, 1)
+	slabPool.Put(r.slab)
+	if err != nil {
 		return nil, classify(err)
 	}
 	for _, i := range d.required {
@@ -69,7 +71,7 @@ var errTooDeep = errors.New("messages nest deeper than the limit")
 
 type reader struct {
 	maxDepth int
-	slab     slab
+	slab     *slab
 }
 
 // visit reads the fields of one message into slots by plan p.
