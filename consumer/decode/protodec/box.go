@@ -1,6 +1,7 @@
 package protodec
 
 import (
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -9,13 +10,12 @@ import (
 
 // Putting a long, a double or a string in an interface allocates (but
 // for small integers), and a wide row holds dozens of them: one
-// allocation each was the largest cost of decoding. The reader puts a
-// row's numbers and string headers in two arrays instead, allocated once
-// per row in chunks as the values come, and makes
+// allocation each was the largest cost of decoding. The reader puts the
+// numbers and string headers in chunks of cells instead (slab), and makes
 // the row's interfaces point into them. The interface layout (a type
-// pointer and a data pointer) is the runtime's; the arrays stay alive as
-// long as any value of the row does, and an element is never written
-// twice, so each value stays what it was when decoded.
+// pointer and a data pointer) is the runtime's, which reflect relies on
+// too; a chunk stays alive as long as any value in it does. The JSON
+// decoder (consumer/decode/box.go) boxes its values the same way.
 
 // eface is the layout of an interface value.
 type eface struct {
@@ -36,24 +36,29 @@ func box(typ, data unsafe.Pointer) any {
 	return v
 }
 
-// slab holds the boxed values of one row, in chunks of up to chunk
-// elements: a sparse row of many columns fills few.
+// slab hands out the cells of the boxed values, from chunks of chunk
+// cells. A cell is never written again once handed out: a chunk is
+// dropped, not reused, when its last cell is taken. A slab goes back to
+// slabPool after each row with what is left of its chunks, so a row costs
+// a fraction of a chunk rather than an allocation per value, and a chunk
+// kept alive by one value keeps little.
 type slab struct {
 	words []uint64
 	strs  []string
-	// nWords and nStrs are the chunk sizes, 0 when the plan reads no
-	// such column directly.
-	nWords, nStrs int
 }
 
-const chunk = 16
+const chunk = 32
+
+var slabPool = sync.Pool{New: func() any { return new(slab) }}
 
 func (s *slab) word(v uint64) unsafe.Pointer {
-	if len(s.words) == cap(s.words) {
-		s.words = make([]uint64, 0, s.nWords)
+	if len(s.words) == 0 {
+		s.words = make([]uint64, chunk)
 	}
-	s.words = append(s.words, v)
-	return unsafe.Pointer(&s.words[len(s.words)-1])
+	p := &s.words[0]
+	*p = v
+	s.words = s.words[1:]
+	return unsafe.Pointer(p)
 }
 
 func (s *slab) int64(v int64) any { return box(int64Type, s.word(uint64(v))) }
@@ -61,11 +66,13 @@ func (s *slab) int64(v int64) any { return box(int64Type, s.word(uint64(v))) }
 func (s *slab) float64(bits uint64) any { return box(float64Type, s.word(bits)) }
 
 func (s *slab) string(v string) any {
-	if len(s.strs) == cap(s.strs) {
-		s.strs = make([]string, 0, s.nStrs)
+	if len(s.strs) == 0 {
+		s.strs = make([]string, chunk)
 	}
-	s.strs = append(s.strs, v)
-	return box(stringType, unsafe.Pointer(&s.strs[len(s.strs)-1]))
+	p := &s.strs[0]
+	*p = v
+	s.strs = s.strs[1:]
+	return box(stringType, unsafe.Pointer(p))
 }
 
 // boxed reads the values the slab holds without a conversion: a long
@@ -73,47 +80,12 @@ func (s *slab) string(v string) any {
 // column of a string field (valid UTF-8). It returns false for others.
 func (s *slab) boxed(c *conv, x uint64, b []byte) (any, bool) {
 	switch {
-	case c.out == outInt64 && c.kind == protoreflect.Int64Kind && s.nWords > 0:
+	case c.out == outInt64 && c.kind == protoreflect.Int64Kind:
 		return s.int64(int64(x)), true
-	case c.out == outFloat64 && c.kind == protoreflect.DoubleKind && s.nWords > 0:
+	case c.out == outFloat64 && c.kind == protoreflect.DoubleKind:
 		return s.float64(x), true
-	case c.out == outString && c.kind == protoreflect.StringKind && s.nStrs > 0 && utf8.Valid(b):
+	case c.out == outString && c.kind == protoreflect.StringKind && utf8.Valid(b):
 		return s.string(unsafe.String(unsafe.SliceData(b), len(b))), true
 	}
 	return nil, false
-}
-
-// slabSizes gives the chunk sizes of a plan's slabs: the number of
-// columns it reads directly into a long or double (words) and a string
-// (strs), through the messages it passes, up to chunk.
-func slabSizes(p *plan) (words, strs int) {
-	words, strs = columnCounts(p)
-	return min(words, chunk), min(strs, chunk)
-}
-
-func columnCounts(p *plan) (words, strs int) {
-	count := func(t *target) {
-		if t == nil {
-			return
-		}
-		if c := t.fast; c != nil {
-			switch c.out {
-			case outInt64, outFloat64:
-				words++
-			case outString:
-				strs++
-			}
-		}
-		if t.child != nil {
-			w, s := columnCounts(t.child)
-			words, strs = words+w, strs+s
-		}
-	}
-	for _, t := range p.dense {
-		count(t)
-	}
-	for _, t := range p.sparse {
-		count(t)
-	}
-	return words, strs
 }

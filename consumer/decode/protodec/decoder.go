@@ -21,8 +21,6 @@ type Decoder struct {
 	required           []int
 	missing            []string
 	root               *plan
-	// words and strs are the chunk sizes of each row's slab.
-	words, strs int
 }
 
 // plan is what to do with the fields of one message: for the record's
@@ -170,7 +168,6 @@ func New(table *iceberg.Schema, mapping map[string]string, md protoreflect.Messa
 		}
 		p.add(fd, i, c)
 	}
-	d.words, d.strs = slabSizes(d.root)
 	return d, nil
 }
 

@@ -42,8 +42,10 @@ func (d *Decoder) DecodeInto(dst decode.Row, msg []byte) (decode.Row, error) {
 	} else {
 		row = make(decode.Row, len(d.names))
 	}
-	r := reader{maxDepth: d.maxDepth, slab: slab{nWords: d.words, nStrs: d.strs}}
-	if err := r.visit(d.root, msg, row, 1); err != nil {
+	r := reader{maxDepth: d.maxDepth, slab: slabPool.Get().(*slab)}
+	err := r.visit(d.root, msg, row, 1)
+	slabPool.Put(r.slab)
+	if err != nil {
 		return nil, classify(err)
 	}
 	for _, i := range d.required {
@@ -69,7 +71,7 @@ var errTooDeep = errors.New("messages nest deeper than the limit")
 
 type reader struct {
 	maxDepth int
-	slab     slab
+	slab     *slab
 }
 
 // visit reads the fields of one message into slots by plan p.
@@ -78,11 +80,20 @@ func (r *reader) visit(p *plan, b []byte, slots []any, depth int) error {
 		return errTooDeep
 	}
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return wireErr(n)
+		var num protowire.Number
+		var typ protowire.Type
+		var n int
+		if b[0] < 0x80 && b[0] >= 8 {
+			// A one-byte tag, the tag of every field numbered up to 15.
+			num, typ = protowire.Number(b[0]>>3), protowire.Type(b[0]&7)
+			b = b[1:]
+		} else {
+			num, typ, n = protowire.ConsumeTag(b)
+			if n < 0 {
+				return wireErr(n)
+			}
+			b = b[n:]
 		}
-		b = b[n:]
 		var t *target
 		if int(num) < len(p.dense) {
 			t = p.dense[num]
@@ -255,7 +266,11 @@ func (r *reader) scalar(c *conv, typ protowire.Type, b []byte) (any, int, error)
 	var n int
 	switch typ {
 	case protowire.VarintType:
-		x, n = protowire.ConsumeVarint(b)
+		if len(b) > 0 && b[0] < 0x80 {
+			x, n = uint64(b[0]), 1 // a one-byte varint: 0 to 127
+		} else {
+			x, n = protowire.ConsumeVarint(b)
+		}
 		if n > 0 {
 			if v, ok := r.slab.boxed(c, x, nil); ok {
 				return v, n, nil
