@@ -41,6 +41,7 @@ vet:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./consumer/decode/
+	$(GO) test -run '^$$' -fuzz FuzzProtoDecode -fuzztime 60s ./consumer/decode/protodec/
 	$(GO) test -run '^$$' -fuzz FuzzAppend -fuzztime 30s ./consumer/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./shared/walfile/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./shared/config/

@@ -114,9 +114,19 @@ func (r *rowBuffer) append(row Row) {
 	if len(row) != len(r.kinds) {
 		panic(fmt.Sprintf("consumer: rowBuffer: row has %d values, schema has %d columns", len(row), len(r.kinds)))
 	}
-	bp := encodeBufs.Get().(*[]byte)
-	defer encodeBufs.Put(bp)
-	b := (*bp)[:0]
+	// The row is encoded straight into the free end of the last chunk;
+	// only a row that does not fit there goes through a shared buffer
+	// and into a new chunk (put): one copy of its bytes less per row.
+	var b []byte
+	var bp *[]byte
+	last := len(r.chunks) - 1
+	if last >= 0 {
+		b = r.chunks[last][r.used[last]:r.used[last]:len(r.chunks[last])]
+	} else {
+		bp = encodeBufs.Get().(*[]byte)
+		defer encodeBufs.Put(bp)
+		b = (*bp)[:0]
+	}
 	for i, v := range row {
 		if v == nil {
 			continue
@@ -165,9 +175,17 @@ func (r *rowBuffer) append(row Row) {
 		}
 	}
 	b = append(b, 0)
-	*bp = b
-	r.put(b)
 	r.rows++
+	if bp != nil {
+		*bp = b
+		r.put(b)
+		return
+	}
+	if c := r.chunks[last]; len(b) <= len(c)-r.used[last] && &c[r.used[last]] == &b[0] {
+		r.used[last] += len(b) // encoded in place
+		return
+	}
+	r.put(b) // outgrew the chunk: b is a copy made by append
 }
 
 // put copies one encoded row into the last chunk, or a new one.

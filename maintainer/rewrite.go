@@ -13,14 +13,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
 	"github.com/icewal/ingestor/shared/bloom"
-	"github.com/icewal/ingestor/shared/parquetfmt"
 )
 
 // rowGroupRows is the row count at which a compacted file starts a new
@@ -232,7 +230,7 @@ func writeSidecars(wfs icebergio.WriteFileIO, location string, filters []columnF
 // group is bounded by twice the target file size); without, they stream.
 func writeRows(ctx context.Context, w io.Writer, schema *arrow.Schema, records iter.Seq2[arrow.RecordBatch, error], keys []compute.SortKey, filters []columnFilter) (int64, *metadata.FileMetaData, error) {
 	mem := memory.DefaultAllocator
-	fw, err := pqarrow.NewFileWriter(schema, w, parquetfmt.WriterProperties(mem), parquetfmt.ArrowWriterProperties())
+	fw, err := newFileSink(w, schema, mem)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -241,23 +239,8 @@ func writeRows(ctx context.Context, w io.Writer, schema *arrow.Schema, records i
 		if err := addToFilters(filters, rec); err != nil {
 			return err
 		}
-		for off := int64(0); off < rec.NumRows(); {
-			have, err := fw.RowGroupNumRows()
-			if err != nil {
-				return err
-			}
-			if have >= rowGroupRows {
-				fw.NewBufferedRowGroup()
-				have = 0
-			}
-			m := min(rec.NumRows()-off, int64(rowGroupRows-have))
-			part := rec.NewSlice(off, off+m)
-			err = fw.WriteBuffered(part)
-			part.Release()
-			if err != nil {
-				return err
-			}
-			off += m
+		if err := fw.write(rec); err != nil {
+			return err
 		}
 		n += rec.NumRows()
 		return nil
@@ -293,13 +276,10 @@ func writeRows(ctx context.Context, w io.Writer, schema *arrow.Schema, records i
 		werr = writeSorted(ctx, mem, schema, batches, keys, write)
 	}
 	if werr != nil {
-		fw.Close()
+		fw.abort()
 		return 0, nil, werr
 	}
-	if err := fw.Close(); err != nil {
-		return 0, nil, err
-	}
-	meta, err := fw.FileMetadata()
+	meta, err := fw.close()
 	if err != nil {
 		return 0, nil, err
 	}

@@ -23,6 +23,7 @@ import (
 // payloads its strings point into, until the chunk is used up.
 type cells struct {
 	strs  []string // the free cells of the current string chunk
+	bins  [][]byte // the free cells of the current chunk of binary values
 	words []uint64 // the free cells of the current chunk of 4- and 8-byte values
 }
 
@@ -46,6 +47,7 @@ func typeWord(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
 // allocates nothing.
 var (
 	typeString    = typeWord("")
+	typeBytes     = typeWord([]byte(nil))
 	typeInt32     = typeWord(int32(0))
 	typeInt64     = typeWord(int64(0))
 	typeFloat32   = typeWord(float32(0))
@@ -75,6 +77,20 @@ func (c *cells) str(s string) any {
 	*p = s
 	c.strs = c.strs[1:]
 	return makeAny(typeString, unsafe.Pointer(p))
+}
+
+// bytes boxes b; a nil c boxes it as Go does.
+func (c *cells) bytes(b []byte) any {
+	if c == nil {
+		return b
+	}
+	if len(c.bins) == 0 {
+		c.bins = make([][]byte, cellChunk)
+	}
+	p := &c.bins[0]
+	*p = b
+	c.bins = c.bins[1:]
+	return makeAny(typeBytes, unsafe.Pointer(p))
 }
 
 // word returns a free cell of 8 bytes.

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"encoding/base64"
 	"fmt"
 	"reflect"
 	"testing"
@@ -25,6 +26,7 @@ func TestDecodeBoxedValuesStay(t *testing.T) {
 		iceberg.NestedField{ID: 8, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
 		iceberg.NestedField{ID: 9, Name: "n", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 10, Name: "small", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 11, Name: "bin", Type: iceberg.PrimitiveTypes.Binary},
 	)
 	mapping := map[string]string{}
 	for _, f := range schema.Fields() {
@@ -36,13 +38,13 @@ func TestDecodeBoxedValuesStay(t *testing.T) {
 	}
 	const rows = 10 * cellChunk
 	doc := func(k int) string {
-		return fmt.Sprintf(`{"p":{"s":"row %d","i":%d,"l":%d,"f":%d.5,"d":%d.25,"day":"1970-01-%02d","tod":"00:00:%02d","ts":%d,"n":%d,"small":%d}}`,
-			k, -1000-k, 1<<40+k, k, k, 1+k%28, k%60, 1000*k, 1e6+k, k%256)
+		return fmt.Sprintf(`{"p":{"s":"row %d","i":%d,"l":%d,"f":%d.5,"d":%d.25,"day":"1970-01-%02d","tod":"00:00:%02d","ts":%d,"n":%d,"small":%d,"bin":%q}}`,
+			k, -1000-k, 1<<40+k, k, k, 1+k%28, k%60, 1000*k, 1e6+k, k%256, base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprint("bytes ", k))))
 	}
 	want := func(k int) Row {
 		return Row{fmt.Sprintf("row %d", k), int32(-1000 - k), int64(1<<40 + k), float32(k) + 0.5, float64(k) + 0.25,
 			arrow.Date32(k % 28), arrow.Time64(int64(k%60) * 1e6), arrow.Timestamp(int64(k) * 1e6),
-			fmt.Sprint(1e6 + k), int64(k % 256)}
+			fmt.Sprint(1e6 + k), int64(k % 256), []byte(fmt.Sprint("bytes ", k))}
 	}
 
 	kept := make([]Row, rows)

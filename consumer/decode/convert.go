@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -338,7 +339,7 @@ func (c *converter) scalar(v any, box *cells) (any, string) {
 			if c.kind == kFixed && len(b) != c.size {
 				return nil, "decoded length " + strconv.Itoa(len(b)) + ", want " + strconv.Itoa(c.size)
 			}
-			return b, ""
+			return box.bytes(b), ""
 		}
 	case kUUID:
 		if s, ok := v.(string); ok {
@@ -469,10 +470,12 @@ func (c *converter) convertMap(m map[string]any) (any, error) {
 
 func decodeBase64(s string) ([]byte, bool) {
 	// Standard alphabet with padding first (the common case), then the URL
-	// alphabet and unpadded forms.
+	// alphabet and unpadded forms, all into one buffer: the unpadded length
+	// bounds every form's. DecodeString allocated a buffer per attempt.
+	buf := make([]byte, base64.RawStdEncoding.DecodedLen(len(s)))
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			return b, true
+		if n, err := enc.Decode(buf, unsafe.Slice(unsafe.StringData(s), len(s))); err == nil {
+			return buf[:n:n], true
 		}
 	}
 	return nil, false

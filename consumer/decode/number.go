@@ -153,12 +153,18 @@ func (p numParts) int64Of(shift int) (int64, string) {
 func toInt64(v any, shift int) (int64, string) {
 	switch v := v.(type) {
 	case json.Number:
+		if n, ok := plainInt(string(v), shift); ok {
+			return n, ""
+		}
 		p, ok := splitNumber(string(v))
 		if !ok {
 			return 0, reasonNotNumber
 		}
 		return p.int64Of(shift)
 	case string:
+		if n, ok := plainInt(v, shift); ok {
+			return n, ""
+		}
 		p, ok := splitNumber(v)
 		if !ok {
 			return 0, reasonNotNumber
@@ -176,6 +182,38 @@ func toInt64(v any, shift int) (int64, string) {
 		return p.int64Of(shift)
 	}
 	return 0, "unsupported JSON type"
+}
+
+// plainInt reads the usual integer text (an optional minus and up to 18
+// digits, without a leading zero) times 10^shift in one pass, when the
+// result fits in 18 digits; anything else (fractions, exponents, longer
+// numbers, what is not a number) is left to splitNumber and int64Of, which
+// give the same value or the error. Most integers of real events are
+// plain, and splitting them first read their digits three times.
+func plainInt(s string, shift int) (int64, bool) {
+	i := 0
+	if len(s) > 0 && s[0] == '-' {
+		i = 1
+	}
+	digits := len(s) - i
+	if digits == 0 || digits+shift > 18 || (s[i] == '0' && digits > 1) {
+		return 0, false
+	}
+	var n int64
+	for ; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(d)
+	}
+	for range shift {
+		n *= 10
+	}
+	if s[0] == '-' {
+		n = -n
+	}
+	return n, true
 }
 
 // toFloat converts a JSON number or numeric string to a float of the given

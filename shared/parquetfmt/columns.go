@@ -2,7 +2,6 @@ package parquetfmt
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/schema"
@@ -16,14 +15,13 @@ import (
 //
 // Byte-array and fixed-length values are slices that point into memory
 // the caller keeps alive until the row group is written (a segment's
-// encoded rows); Hold keeps blocks alive that Columns should free
-// itself. Columns are reused across row groups (GetColumns, PutColumns),
-// so a busy segment's next row group grows no slice.
+// encoded rows, a compaction's Arrow records). Columns are reused across
+// row groups (GetColumns, PutColumns), so a busy segment's next row group
+// grows no slice.
 type Columns struct {
 	Cols []Column
 	// Rows is the row count: every column's Defs has this length.
 	Rows int
-	held [][]byte
 }
 
 // Column is one leaf column's values and definition levels. Only the
@@ -44,12 +42,24 @@ type Column struct {
 	width int
 }
 
-var columnsPool = sync.Pool{New: func() any { return new(Columns) }}
+// freeColumns keeps the Columns of the last row groups written, with
+// their slices' room, for the next. Not a sync.Pool: the writer allocates
+// enough for a collection to pass between two row groups, and a pool
+// emptied by it made every row group grow its slices again (a tenth of
+// a wide row group's cost). Two are about as many as write at once;
+// each holds a row group's values and levels (a few MB for a wide one),
+// outside the memory budget.
+var freeColumns = make(chan *Columns, 2)
 
 // GetColumns returns empty Columns for rows rows of layout, every
-// definition level 0 (null), from a pool.
+// definition level 0 (null), reusing those of an earlier row group.
 func GetColumns(layout *Layout, rows int) *Columns {
-	c := columnsPool.Get().(*Columns)
+	var c *Columns
+	select {
+	case c = <-freeColumns:
+	default:
+		c = new(Columns)
+	}
 	n := len(layout.leaves)
 	if cap(c.Cols) < n {
 		c.Cols = append(c.Cols[:cap(c.Cols)], make([]Column, n-cap(c.Cols))...)
@@ -69,8 +79,8 @@ func GetColumns(layout *Layout, rows int) *Columns {
 	return c
 }
 
-// PutColumns empties c and gives it back to the pool; blocks given to
-// Hold are dropped. Nothing may refer to c's values after.
+// PutColumns empties c and keeps it for the next GetColumns. Nothing may
+// refer to c's values after.
 func PutColumns(c *Columns) {
 	for i := range c.Cols {
 		col := &c.Cols[i]
@@ -79,14 +89,12 @@ func PutColumns(c *Columns) {
 		col.Int32, col.Int64, col.Float32, col.Float64 = col.Int32[:0], col.Int64[:0], col.Float32[:0], col.Float64[:0]
 		col.Bool, col.Bytes, col.Fixed, col.fixed = col.Bool[:0], col.Bytes[:0], col.Fixed[:0], col.fixed[:0]
 	}
-	clear(c.held)
-	c.held, c.Rows = c.held[:0], 0
-	columnsPool.Put(c)
+	c.Rows = 0
+	select {
+	case freeColumns <- c:
+	default:
+	}
 }
-
-// Hold keeps b referenced until c goes back to the pool: the bytes of
-// values that point into it stay valid while the row group is written.
-func (c *Columns) Hold(b []byte) { c.held = append(c.held, b) }
 
 // AppendDecimal adds a decimal128 value (hi, lo: its two's complement
 // halves) as the file stores it: big-endian, in the column's fixed

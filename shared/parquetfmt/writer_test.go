@@ -122,54 +122,6 @@ func randomRecord(t testing.TB, sc *arrow.Schema, rows int, seed uint64) arrow.R
 	return b.NewRecordBatch()
 }
 
-// columnsOf copies rec's values into Columns, as a row buffer's replay does.
-func columnsOf(t testing.TB, layout *Layout, rec arrow.RecordBatch) *Columns {
-	t.Helper()
-	c := GetColumns(layout, int(rec.NumRows()))
-	for i, arr := range rec.Columns() {
-		col := &c.Cols[i]
-		for r := 0; r < arr.Len(); r++ {
-			if arr.IsNull(r) {
-				continue
-			}
-			col.Defs[r] = 1
-			switch a := arr.(type) {
-			case *array.String:
-				col.Bytes = append(col.Bytes, []byte(a.Value(r)))
-			case *array.Binary:
-				col.Bytes = append(col.Bytes, a.Value(r))
-			case *array.FixedSizeBinary:
-				col.Fixed = append(col.Fixed, a.Value(r))
-			case *array.Int32:
-				col.Int32 = append(col.Int32, a.Value(r))
-			case *array.Int64:
-				col.Int64 = append(col.Int64, a.Value(r))
-			case *array.Float32:
-				col.Float32 = append(col.Float32, a.Value(r))
-			case *array.Float64:
-				col.Float64 = append(col.Float64, a.Value(r))
-			case *array.Boolean:
-				col.Bool = append(col.Bool, a.Value(r))
-			case *array.Date32:
-				col.Int32 = append(col.Int32, int32(a.Value(r)))
-			case *array.Time64:
-				col.Int64 = append(col.Int64, int64(a.Value(r)))
-			case *array.Timestamp:
-				col.Int64 = append(col.Int64, int64(a.Value(r)))
-			case *array.Decimal128:
-				v := a.Value(r)
-				col.AppendDecimal(v.HighBits(), v.LowBits())
-			case *extensions.UUIDArray:
-				u := a.Value(r)
-				col.Fixed = append(col.Fixed, u[:])
-			default:
-				t.Fatalf("no column values for %T", a)
-			}
-		}
-	}
-	return c
-}
-
 var testKV = [][2]string{{"ingestor.partition", `{"1000":"tenant-7"}`}, {"ingestor.table", "db.events"}}
 
 // writePqarrow writes recs as pqarrow does today, one row group each.
@@ -214,7 +166,10 @@ func writeColumns(t testing.TB, sc *arrow.Schema, recs []arrow.RecordBatch) []by
 		}
 	}
 	for _, rec := range recs {
-		c := columnsOf(t, layout, rec)
+		c := GetColumns(layout, 0)
+		if err := c.AppendRecord(rec); err != nil {
+			t.Fatal(err)
+		}
 		if err := w.WriteRowGroup(c); err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ const (
 	opSkipFixed                // n bytes: boolean, float, double, fixed, null
 	opSkipBytes                // bytes, string
 	opSkipNode                 // any other type, walked from its node
+	opSkipOpt                  // a nullable field of a type above, its skip in inner
 
 	// Programs: a record whose fields are addressed by path fills the
 	// same slice as its parent.
@@ -61,18 +62,30 @@ const (
 )
 
 // op is one step of a compiled program. A program is a []op run over the
-// writer's fields in order.
+// writer's fields in order. What the loop over a wide record's fields
+// reads is kept in op itself, small, so that the ops of a record share
+// few cache lines; the rest is behind info.
 type op struct {
 	code opcode
-	col  int32 // index in the slice being filled, for ops that make a value
-	n    int   // opSkipFixed, opFixed, opBytesFixed, opDecFixed: bytes; opStruct: fields
+	// nul is the index of a union's null branch, -1 if none: the loop
+	// learns that a nullable field is null without reading alts.
+	nul int8
+	// inner is the skip of an opSkipOpt's value, with n its bytes.
+	inner opcode
+	col   int32 // index in the slice being filled, for ops that make a value
+	n     int   // opSkipFixed, opFixed, opBytesFixed, opDecFixed: bytes; opStruct: fields
+	sub   []op  // opInline, opFanout, opStruct
+	alts  []op  // opBranch, opUnion: by branch index
+	*info
+}
 
+// info is what an op needs off the hot path: its names for errors and the
+// parameters of the rarer conversions.
+type info struct {
 	column string // top-level column, for errors
-	path   string // the value's place in the column (user.zip, tags[]), for errors
+	path   string // the value's place in the writer's record (user.zip, tags[]), for errors
 
-	sub  []op // opInline, opStruct
-	alts []op // opUnion, by branch index
-	elem *op  // opList, opMap
+	elem *op // opList, opMap
 	node *node
 
 	symbols []string // opEnum
@@ -85,6 +98,15 @@ type op struct {
 	fieldNames   []string
 	elemRequired bool // opList, opMap: elements or values must not be null
 	elemZero     bool // opList: elements take no bytes
+}
+
+// withPath names the field of an op for errors.
+func withPath(o op, path string) op {
+	if o.info == nil {
+		o.info = &info{}
+	}
+	o.path = path
+	return o
 }
 
 // column is one top-level column of the table.
@@ -218,9 +240,7 @@ func (c *compiler) record(rec *node, t *trie, prefix string) ([]op, error) {
 		path := join(prefix, f.name)
 		switch {
 		case child == nil:
-			o := skipOp(f.typ)
-			o.path = path
-			prog = append(prog, o)
+			prog = appendOp(prog, withPath(skipOp(f.typ), path))
 		case child.col >= 0:
 			leaves := append([]leaf{{child.col, child.field}}, child.more...)
 			ops := make([]op, len(leaves))
@@ -242,7 +262,7 @@ func (c *compiler) record(rec *node, t *trie, prefix string) ([]op, error) {
 			if err != nil {
 				return nil, err
 			}
-			prog = append(prog, o)
+			prog = appendOp(prog, o)
 		}
 	}
 	return prog, nil
@@ -255,9 +275,9 @@ func (c *compiler) inline(n *node, t *trie, path string) (op, error) {
 	switch n.kind {
 	case kRecord:
 		sub, err := c.record(n, t, path)
-		return op{code: opInline, sub: sub, path: path}, err
+		return op{code: opInline, sub: sub, info: &info{path: path}}, err
 	case kUnion:
-		o := op{code: opBranch, node: n, path: path}
+		o := op{code: opBranch, nul: -1, info: &info{node: n, path: path}}
 		for _, b := range n.branches {
 			alt := skipOp(b)
 			if b.kind == kRecord {
@@ -271,9 +291,16 @@ func (c *compiler) inline(n *node, t *trie, path string) (op, error) {
 		}
 		return o, nil
 	}
-	o := skipOp(n)
-	o.path = path
-	return o, nil
+	return withPath(skipOp(n), path), nil
+}
+
+// appendOp appends o to a program, or the ops of an inlined record in
+// its place: the loop then runs them without a call per record.
+func appendOp(prog []op, o op) []op {
+	if o.code == opInline {
+		return append(prog, o.sub...)
+	}
+	return append(prog, o)
 }
 
 // skipOp is the op that reads past a value of n.
@@ -294,11 +321,68 @@ func skipOp(n *node) op {
 	case kBytes, kString:
 		return op{code: opSkipBytes}
 	case kUnion:
-		o := op{code: opBranch, node: n}
+		o := op{code: opBranch, nul: nullBranch(n), info: &info{node: n}}
 		for _, b := range n.branches {
 			o.alts = append(o.alts, skipOp(b))
 		}
+		if len(o.alts) == 2 && o.nul >= 0 {
+			// A nullable field of a simple type, the most common in wide
+			// records: skipped without reading alts.
+			switch v := o.alts[1-o.nul]; v.code {
+			case opSkipVarint, opSkipFixed, opSkipBytes:
+				o.code, o.inner, o.n = opSkipOpt, v.code, v.n
+			}
+		}
 		return o
+	case kRecord:
+		// A record of a known depth is skipped by ops of its fields, which
+		// run without walking the nodes; a recursive one by its node,
+		// which counts the depth.
+		if !recursive(n, map[string]bool{}) {
+			o := op{code: opInline, info: &info{node: n}}
+			for _, f := range n.fields {
+				o.sub = appendOp(o.sub, skipOp(f.typ))
+			}
+			return o
+		}
 	}
-	return op{code: opSkipNode, node: n}
+	return op{code: opSkipNode, info: &info{node: n}}
+}
+
+// nullBranch returns the index of union n's null branch, or -1.
+func nullBranch(n *node) int8 {
+	for i, b := range n.branches {
+		if b.kind == kNull {
+			return int8(i)
+		}
+	}
+	return -1
+}
+
+// recursive tells whether record n contains itself.
+func recursive(n *node, onPath map[string]bool) bool {
+	switch n.kind {
+	case kRecord:
+		if onPath[n.name] {
+			return true
+		}
+		onPath[n.name] = true
+		defer delete(onPath, n.name)
+		for _, f := range n.fields {
+			if recursive(f.typ, onPath) {
+				return true
+			}
+		}
+	case kUnion:
+		for _, b := range n.branches {
+			if recursive(b, onPath) {
+				return true
+			}
+		}
+	case kArray:
+		return recursive(n.items, onPath)
+	case kMap:
+		return recursive(n.values, onPath)
+	}
+	return false
 }

@@ -33,12 +33,12 @@ import (
 //
 // Anything else is an error naming the column.
 func (c *compiler) value(t iceberg.Type, w *node, column, path string) (op, error) {
-	o := op{column: column, path: path}
+	o := op{info: &info{column: column, path: path}}
 	if w.kind == kUnion {
-		o.code, o.node = opUnion, w
+		o.code, o.node, o.nul = opUnion, w, nullBranch(w)
 		for _, b := range w.branches {
 			if b.kind == kNull {
-				o.alts = append(o.alts, op{code: opNull, column: column, path: path})
+				o.alts = append(o.alts, op{code: opNull, info: &info{column: column, path: path}})
 				continue
 			}
 			alt, err := c.value(t, b, column, path)
@@ -151,9 +151,10 @@ func (c *compiler) value(t iceberg.Type, w *node, column, path string) (op, erro
 		if w.logical != "decimal" {
 			return mismatch()
 		}
-		delta := t.Scale() - w.scale
-		if delta < -38 || delta > 38 {
-			return op{}, fmt.Errorf("column %q: Avro field %s has scale %d, too far from the column's %d", column, path, w.scale, t.Scale())
+		// A 128-bit decimal holds 38 digits, so a larger writer scale
+		// could never give a value (and would not print in errors).
+		if w.scale > 38 {
+			return op{}, fmt.Errorf("column %q: Avro field %s has scale %d, over the 38 digits a decimal column holds", column, path, w.scale)
 		}
 		o.prec, o.scale, o.wscale = int32(t.Precision()), int32(t.Scale()), int32(w.scale)
 		if w.kind == kFixed {
@@ -224,7 +225,7 @@ func (c *compiler) value(t iceberg.Type, w *node, column, path string) (op, erro
 // take the record's fields of the same name; a struct field the record
 // lacks is null.
 func (c *compiler) structOp(t *iceberg.StructType, w *node, column, path string) (op, error) {
-	o := op{code: opStruct, column: column, path: path, n: len(t.FieldList), node: w}
+	o := op{code: opStruct, n: len(t.FieldList), info: &info{column: column, path: path, node: w}}
 	byName := make(map[string]int, len(t.FieldList))
 	for i, f := range t.FieldList {
 		byName[f.Name] = i

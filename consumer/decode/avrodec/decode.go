@@ -91,6 +91,24 @@ func (s *state) run(prog []op, dst []any) error {
 			_, err = s.bytes()
 		case opSkipNode:
 			err = s.skip(o.node)
+		case opSkipOpt:
+			b := s.branch(2)
+			if b < 0 {
+				if b, err = s.index(2, "union branch"); err != nil {
+					break
+				}
+			}
+			if b == int(o.nul) {
+				break
+			}
+			switch o.inner {
+			case opSkipFixed:
+				err = s.skipN(o.n)
+			case opSkipVarint:
+				_, err = s.long()
+			default:
+				_, err = s.bytes()
+			}
 		case opInline:
 			err = s.run(o.sub, dst)
 		case opFanout:
@@ -102,9 +120,50 @@ func (s *state) run(prog []op, dst []any) error {
 				}
 			}
 		case opBranch:
-			var b int
-			if b, err = s.index(len(o.alts), "union branch"); err == nil {
+			b := s.branch(len(o.alts))
+			if b < 0 {
+				if b, err = s.index(len(o.alts), "union branch"); err != nil {
+					break
+				}
+			}
+			// The branches of a skipped nullable field, inline.
+			switch alt := &o.alts[b]; alt.code {
+			case opSkipFixed:
+				err = s.skipN(alt.n)
+			case opSkipVarint:
+				_, err = s.long()
+			case opSkipBytes:
+				_, err = s.bytes()
+			default:
 				err = s.run(o.alts[b:b+1], dst)
+			}
+		case opUnion:
+			// A nullable column, inline.
+			b := s.branch(len(o.alts))
+			if b < 0 {
+				if b, err = s.index(len(o.alts), "union branch"); err != nil {
+					break
+				}
+			}
+			if b == int(o.nul) {
+				break
+			}
+			// The commonest values without a call to value.
+			switch alt := &o.alts[b]; alt.code {
+			case opString:
+				var v string
+				v, err = s.str()
+				dst[o.col] = s.a.str(v)
+			case opLongLong:
+				var v int64
+				v, err = s.long()
+				dst[o.col] = s.a.int64(v)
+			case opDoubleDouble:
+				var v float64
+				v, err = s.float64()
+				dst[o.col] = s.a.float64(v)
+			default:
+				dst[o.col], err = s.value(alt)
 			}
 		default:
 			dst[o.col], err = s.value(o)
@@ -123,15 +182,19 @@ func (s *state) fail(o *op, err error) error {
 	if errors.As(err, &de) {
 		return err
 	}
-	if errors.Is(err, errTooDeep) {
-		return &decode.Error{Reason: decode.ReasonTooDeep, Column: o.column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
+	var column string
+	if o.info != nil {
+		column = o.column
 	}
-	return &decode.Error{Reason: decode.ReasonNotAvro, Column: o.column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
+	if errors.Is(err, errTooDeep) {
+		return &decode.Error{Reason: decode.ReasonTooDeep, Column: column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
+	}
+	return &decode.Error{Reason: decode.ReasonNotAvro, Column: column, Err: fmt.Errorf("value %s at byte %d: %w", o.where(), s.pos, err)}
 }
 
 // where names the op's value in errors.
 func (o *op) where() string {
-	if o.path == "" {
+	if o.info == nil || o.path == "" {
 		return "of a skipped field"
 	}
 	return "of " + o.path
@@ -158,16 +221,20 @@ func (s *state) value(o *op) (any, error) {
 	case opNull:
 		return nil, nil
 	case opString:
-		return s.str()
+		v, err := s.str()
+		return s.a.str(v), err
 	case opLongLong:
-		return s.long()
+		v, err := s.long()
+		return s.a.int64(v), err
 	case opIntLong:
 		v, err := s.int()
-		return int64(v), err
+		return s.a.int64(int64(v)), err
 	case opIntInt:
-		return s.int()
+		v, err := s.int()
+		return s.a.int32(v), err
 	case opDoubleDouble:
-		return s.float64()
+		v, err := s.float64()
+		return s.a.float64(v), err
 	case opBool:
 		if s.pos >= len(s.buf) {
 			return nil, errTruncated
@@ -183,7 +250,8 @@ func (s *state) value(o *op) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return timestamp(o, v)
+		ts, err := timestamp(o, v)
+		return s.a.timestamp(ts), err
 	case opLongInt:
 		v, err := s.long()
 		if err != nil {
@@ -192,7 +260,7 @@ func (s *state) value(o *op) (any, error) {
 		if v != int64(int32(v)) {
 			return nil, convertError(o, "long %d is out of the range of int", v)
 		}
-		return int32(v), nil
+		return s.a.int32(int32(v)), nil
 	case opIntFloat:
 		v, err := s.int()
 		return float32(v), err
@@ -206,10 +274,10 @@ func (s *state) value(o *op) (any, error) {
 		return float64(v), err
 	case opLongDouble:
 		v, err := s.long()
-		return float64(v), err
+		return s.a.float64(float64(v)), err
 	case opFloatDouble:
 		v, err := s.float32()
-		return float64(v), err
+		return s.a.float64(float64(v)), err
 	case opEnum:
 		i, err := s.index(len(o.symbols), "enum symbol")
 		if err != nil {
@@ -217,9 +285,11 @@ func (s *state) value(o *op) (any, error) {
 		}
 		return o.symbols[i], nil
 	case opBytes:
-		return s.bytes()
+		v, err := s.bytes()
+		return s.a.bytes(v), err
 	case opFixed:
-		return s.next(o.n)
+		v, err := s.next(o.n)
+		return s.a.bytes(v), err
 	case opBytesFixed:
 		b, err := s.bytes()
 		if err != nil {
@@ -249,13 +319,13 @@ func (s *state) value(o *op) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return decimalValue(o, b)
+		return s.a.decimalValue(o, b)
 	case opDecFixed:
 		b, err := s.next(o.n)
 		if err != nil {
 			return nil, err
 		}
-		return decimalValue(o, b)
+		return s.a.decimalValue(o, b)
 	case opUUIDString:
 		v, err := s.str()
 		if err != nil {
@@ -281,21 +351,21 @@ func (s *state) value(o *op) (any, error) {
 // timestamp scales a timestamp of the writer's unit to the column's:
 // microseconds, or nanoseconds for the _ns types. Digits below the
 // column's unit are cut (rounding towards the past).
-func timestamp(o *op, v int64) (any, error) {
+func timestamp(o *op, v int64) (int64, error) {
 	if o.mul > 1 {
 		if v > math.MaxInt64/o.mul || v < math.MinInt64/o.mul {
-			return nil, convertError(o, "timestamp %d is out of the column's range", v)
+			return 0, convertError(o, "timestamp %d is out of the column's range", v)
 		}
-		return arrow.Timestamp(v * o.mul), nil
+		return v * o.mul, nil
 	}
 	if o.div > 1 {
 		q := v / o.div
 		if v%o.div < 0 {
 			q--
 		}
-		return arrow.Timestamp(q), nil
+		return q, nil
 	}
-	return arrow.Timestamp(v), nil
+	return v, nil
 }
 
 const microsPerDay = 86_400_000_000

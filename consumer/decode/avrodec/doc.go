@@ -24,7 +24,9 @@
 // copies each value (its row buffer encodes them into chunks of its own,
 // its Arrow builders copy them) before the next record is decoded, and
 // keeps no payload after that. Structs, lists and maps are new slices in
-// each row, so the Decoder keeps no state between records.
+// each row, and a row's values are boxed in an arena of its own
+// (box.go), so the Decoder keeps no state between records and a row stays
+// valid as long as its payload does.
 //
 // # Crash safety
 //
@@ -41,4 +43,6 @@
 //	decode.go        DecodeInto, the program's run, the values of ops
 //	read.go          reading varints, bytes and blocks; skipping any type
 //	value.go         decimals, UUIDs, structs, lists and maps
+//	box.go           the arena a row's values are boxed in, a few
+//	                 allocations per row instead of one per value
 package avrodec

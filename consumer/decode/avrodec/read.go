@@ -23,6 +23,7 @@ type state struct {
 	pos   int
 	depth int
 	max   int // nesting limit of skipped recursive values
+	a     arena
 }
 
 // long reads a zigzag varint, the encoding of int, long, enum indexes,
@@ -38,6 +39,9 @@ func (s *state) long() (int64, error) {
 	return s.longSlow()
 }
 
+// longSlow is kept out of line so that long stays small enough to inline.
+//
+//go:noinline
 func (s *state) longSlow() (int64, error) {
 	var u uint64
 	for shift := uint(0); shift < 70; shift += 7 {
@@ -55,6 +59,19 @@ func (s *state) longSlow() (int64, error) {
 		}
 	}
 	return 0, errVarint
+}
+
+// branch reads a union index below n when it is one byte, as it is for
+// unions of up to 64 branches; -1 leaves the reading to index. It is small
+// enough to be inlined in the loop over a record's fields.
+func (s *state) branch(n int) int {
+	if s.pos < len(s.buf) {
+		if c := int(s.buf[s.pos]); c&0x81 == 0 && c>>1 < n {
+			s.pos++
+			return c >> 1
+		}
+	}
+	return -1
 }
 
 // int reads an Avro int: a long that fits in 32 bits.
@@ -76,9 +93,13 @@ func (s *state) index(n int, what string) (int, error) {
 		return 0, err
 	}
 	if v < 0 || v >= int64(n) {
-		return 0, fmt.Errorf("%s index %d, not in [0, %d)", what, v, n)
+		return 0, indexError(what, v, n)
 	}
 	return int(v), nil
+}
+
+func indexError(what string, v int64, n int) error {
+	return fmt.Errorf("%s index %d, not in [0, %d)", what, v, n)
 }
 
 // next returns the next n bytes, which alias the payload.
@@ -97,15 +118,19 @@ func (s *state) bytes() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n < 0 {
-		return nil, fmt.Errorf("negative length %d", n)
-	}
-	if n > int64(len(s.buf)-s.pos) {
-		return nil, errTruncated
+	if n < 0 || n > int64(len(s.buf)-s.pos) {
+		return nil, lengthError(n)
 	}
 	b := s.buf[s.pos : s.pos+int(n) : s.pos+int(n)]
 	s.pos += int(n)
 	return b, nil
+}
+
+func lengthError(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("negative length %d", n)
+	}
+	return errTruncated
 }
 
 // str reads a string without copying it: the string aliases the payload.
@@ -207,11 +232,19 @@ func (s *state) skip(n *node) error {
 		}
 		return s.skip(n.branches[i])
 	}
-	s.depth++
-	defer func() { s.depth-- }()
-	if s.depth > s.max {
+	// No defer: with this many returns it would not be open-coded, and
+	// it cost a fifth of skipping.
+	if s.depth >= s.max {
 		return errTooDeep
 	}
+	s.depth++
+	err := s.skipNested(n)
+	s.depth--
+	return err
+}
+
+// skipNested skips a record, an array or a map.
+func (s *state) skipNested(n *node) error {
 	switch n.kind {
 	case kRecord:
 		for _, f := range n.fields {

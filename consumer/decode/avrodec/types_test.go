@@ -223,7 +223,8 @@ func TestWidening(t *testing.T) {
 // A column whose type the writer's field cannot become is refused at New,
 // naming the column.
 func TestNewRefusesIncompatibleTypes(t *testing.T) {
-	const schema = `{"type":"record","name":"R","fields":[{"name":"s","type":"string"},{"name":"d","type":"double"},{"name":"fx","type":{"type":"fixed","name":"F","size":3}}]}`
+	const schema = `{"type":"record","name":"R","fields":[{"name":"s","type":"string"},{"name":"d","type":"double"},{"name":"fx","type":{"type":"fixed","name":"F","size":3}},
+	 {"name":"big","type":{"type":"bytes","logicalType":"decimal","precision":50,"scale":40}}]}`
 	for name, tc := range map[string]struct {
 		field   iceberg.NestedField
 		mapping string
@@ -233,6 +234,7 @@ func TestNewRefusesIncompatibleTypes(t *testing.T) {
 		"double into float":  {opt("c", iceberg.PrimitiveTypes.Float32), "d", `column "c": Avro field d of type double cannot become float`},
 		"fixed of another L": {opt("c", iceberg.FixedTypeOf(4)), "fx", `column "c": Avro field fx of type fixed F cannot become fixed[4]`},
 		"unknown column":     {opt("c", iceberg.PrimitiveTypes.String), "", `mapping names column "nope"`},
+		"decimal scale 40":   {opt("c", iceberg.DecimalTypeOf(38, 10)), "big", `column "c": Avro field big has scale 40, over the 38 digits`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := map[string]string{"c": tc.mapping}

@@ -14,7 +14,7 @@ import (
 // value as big-endian two's complement, rescaled to the column's scale
 // exactly: a non-zero digit beyond the column's scale, or more digits
 // than its precision, is a convert error, as for JSON.
-func decimalValue(o *op, b []byte) (any, error) {
+func (a *arena) decimalValue(o *op, b []byte) (any, error) {
 	n, ok := twosComplement(b)
 	if !ok {
 		return nil, convertError(o, "decimal of %d bytes does not fit in 128 bits", len(b))
@@ -32,7 +32,7 @@ func decimalValue(o *op, b []byte) (any, error) {
 	if !n.FitsInPrecision(o.prec) {
 		return nil, convertError(o, "decimal %s has more than the column's %d digits", n.ToString(o.scale), o.prec)
 	}
-	return n, nil
+	return a.decimal(n), nil
 }
 
 // twosComplement reads a big-endian two's complement integer of any

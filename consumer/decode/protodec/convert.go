@@ -1,6 +1,7 @@
 package protodec
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
@@ -46,6 +47,7 @@ const (
 	shapeScalar shape = iota
 	shapeTimestamp
 	shapeDate
+	shapeDecimal
 	shapeWrapper
 	shapeMessage
 )
@@ -203,18 +205,33 @@ func (c *conv) bits(x uint64) (any, error) {
 }
 
 // decimal scales n, which has scale from, to the column's scale, exactly.
+// text is the value for errors; empty, n with its scale is shown.
 func (c *conv) decimal(n decimal128.Num, from int32, text string) (any, error) {
+	show := func() string {
+		if text != "" {
+			return text
+		}
+		return fmt.Sprintf("%se-%d", n.BigInt(), from)
+	}
+	if from < 0 || from > 38 {
+		return nil, c.errorf("%s has scale %d, outside 0 to 38", show(), from)
+	}
 	if from < c.scale {
+		// Checked before scaling up, which would wrap around past 38
+		// digits.
+		if !n.FitsInPrecision(max(c.precision-(c.scale-from), 0)) {
+			return nil, c.errorf("%s does not fit decimal(%d,%d)", show(), c.precision, c.scale)
+		}
 		n = n.IncreaseScaleBy(c.scale - from)
 	} else if from > c.scale {
 		r, err := n.Rescale(from, c.scale)
 		if err != nil {
-			return nil, c.errorf("%s has more than %d fraction digits", text, c.scale)
+			return nil, c.errorf("%s has more than %d fraction digits", show(), c.scale)
 		}
 		n = r
 	}
 	if !n.FitsInPrecision(c.precision) {
-		return nil, c.errorf("%s does not fit decimal(%d,%d)", text, c.precision, c.scale)
+		return nil, c.errorf("%s does not fit decimal(%d,%d)", show(), c.precision, c.scale)
 	}
 	return n, nil
 }
@@ -370,4 +387,47 @@ func (c *conv) date(b []byte) (any, error) {
 		return nil, c.errorf("date %04d-%02d-%02d is not a calendar date", y, m, d)
 	}
 	return arrow.Date32(t.Unix() / 86400), nil
+}
+
+// confluentDecimal converts a confluent.type.Decimal's content: the
+// unscaled value (field 1, big-endian two's complement, at most 16 bytes)
+// and its scale (field 3); its precision (field 2) is the writer's and
+// the column's is what counts.
+func (c *conv) confluentDecimal(b []byte) (any, error) {
+	var value []byte
+	var scale int32
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, wireErr(n)
+		}
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return nil, wireErr(n)
+		}
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			value, _ = protowire.ConsumeBytes(b[:n])
+		case num == 3 && typ == protowire.VarintType:
+			x, _ := protowire.ConsumeVarint(b[:n])
+			scale = int32(x)
+		}
+		b = b[n:]
+	}
+	if len(value) > 16 {
+		return nil, c.errorf("decimal of %d bytes does not fit 128 bits", len(value))
+	}
+	var buf [16]byte
+	if len(value) > 0 && value[0]&0x80 != 0 {
+		for i := range buf {
+			buf[i] = 0xff
+		}
+	}
+	copy(buf[16-len(value):], value)
+	n := decimal128.New(int64(binary.BigEndian.Uint64(buf[:8])), binary.BigEndian.Uint64(buf[8:]))
+	if scale < 0 || scale > 38 {
+		return nil, c.errorf("decimal %s has scale %d, outside 0 to 38", n.BigInt(), scale)
+	}
+	return c.decimal(n, scale, "")
 }

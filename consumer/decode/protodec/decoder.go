@@ -21,6 +21,8 @@ type Decoder struct {
 	required           []int
 	missing            []string
 	root               *plan
+	// words and strs are the chunk sizes of each row's slab.
+	words, strs int
 }
 
 // plan is what to do with the fields of one message: for the record's
@@ -45,6 +47,10 @@ type plan struct {
 
 type target struct {
 	convs []slotConv
+	// fast is the only conv when it reads a singular scalar into
+	// fastSlot and nothing passes through the field.
+	fast     *conv
+	fastSlot int
 	// child is the plan of the field's message, for mapping paths that
 	// pass through it.
 	child *plan
@@ -88,9 +94,19 @@ func (p *plan) target(num protowire.Number) *target {
 	return p.sparse[num]
 }
 
+func (t *target) setFast() {
+	t.fast = nil
+	if len(t.convs) == 1 && t.child == nil {
+		if c := t.convs[0].c; c.shape == shapeScalar && !c.isList && !c.isMap {
+			t.fast, t.fastSlot = c, t.convs[0].slot
+		}
+	}
+}
+
 func (p *plan) add(fd protoreflect.FieldDescriptor, slot int, c *conv) {
 	t := p.target(fd.Number())
 	t.convs = append(t.convs, slotConv{slot, c})
+	t.setFast()
 	if c.zero != nil {
 		p.implicit = append(p.implicit, slotZero{slot, c.zero})
 	}
@@ -106,7 +122,8 @@ func (p *plan) add(fd protoreflect.FieldDescriptor, slot int, c *conv) {
 // it must be optional. Each value converts to its column's type as
 // TableSchema maps it, and also: int32 kinds to long, float to double,
 // enums to int or long (the number), uint64 to long (range checked),
-// integers and decimal strings ("-12.30") to any decimal exactly, string
+// integers, decimal strings ("-12.30") and confluent.type.Decimal values
+// (whatever their own precision and scale) to any decimal exactly, string
 // to binary, 16 bytes or a canonical string to uuid, bytes to fixed[L] of
 // their length, Timestamp to timestamp and the nanosecond timestamps. Any
 // other pair is an error naming the column.
@@ -153,6 +170,7 @@ func New(table *iceberg.Schema, mapping map[string]string, md protoreflect.Messa
 		}
 		p.add(fd, i, c)
 	}
+	d.words, d.strs = slabSizes(d.root)
 	return d, nil
 }
 
@@ -179,6 +197,7 @@ func resolve(root *plan, md protoreflect.MessageDescriptor, path, col string) (p
 		if t.child == nil {
 			t.child = &plan{}
 		}
+		t.setFast()
 		p, md = t.child, fd.Message()
 	}
 	panic("unreachable")
@@ -207,6 +226,11 @@ func newConv(fd protoreflect.FieldDescriptor, t iceberg.Type, col, path string) 
 		k, err := newSingle(fd.MapKey(), mt.KeyType, col, path+".key")
 		if err != nil {
 			return nil, err
+		}
+		if k.out == outBinary {
+			// Repeated keys are found by Go map lookups, which []byte
+			// does not allow.
+			return nil, fmt.Errorf("map %s: binary keys are not supported", path)
 		}
 		v, err := newSingle(fd.MapValue(), mt.ValueType, col, path+".value")
 		if err != nil {
@@ -275,6 +299,14 @@ func newSingle(fd protoreflect.FieldDescriptor, t iceberg.Type, col, path string
 		if _, ok := t.(iceberg.DateType); !ok {
 			return nil, fmt.Errorf("%s %s does not convert to %s", nameDate, path, t)
 		}
+		return c, nil
+	case nameDecimal:
+		dt, ok := t.(iceberg.DecimalType)
+		if !ok {
+			return nil, fmt.Errorf("%s %s does not convert to %s", nameDecimal, path, t)
+		}
+		c.shape, c.out = shapeDecimal, outDecimal
+		c.precision, c.scale = int32(dt.Precision()), int32(dt.Scale())
 		return c, nil
 	}
 	if _, ok := wrapperKinds[md.FullName()]; ok {

@@ -27,4 +27,6 @@
 //	decoder.go   New: the plan of which fields fill which columns
 //	read.go      DecodeInto: the wire format, read by the plan
 //	convert.go   conversion of one protobuf value to each Iceberg type
+//	box.go       the per-row arrays that hold longs, doubles and strings,
+//	             so a row's values cost a few allocations, not one each
 package protodec

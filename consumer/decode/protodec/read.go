@@ -24,8 +24,13 @@ import (
 // packed or not, and a map's repeated key keeps its last entry. An absent
 // field without presence (a proto3 scalar) is its zero value, an absent
 // message or `optional` field is null, and so is every column under an
-// absent message. A field whose wire type is not its kind's is a
-// ReasonNotProtobuf drop: the record was not written with this schema.
+// absent message. A proto2 field's declared default is not applied: the
+// field has presence, so absent is null. The members of a oneof are read
+// as the fields they are; a message carrying two of them (which no
+// serializer writes) gives both. A field whose wire type is not its
+// kind's is a ReasonNotProtobuf drop, where protobuf's own parser would
+// keep it as an unknown field: the record was not written with this
+// schema, and its value would silently be lost.
 func (d *Decoder) DecodeInto(dst decode.Row, msg []byte) (decode.Row, error) {
 	if d.maxBytes > 0 && len(msg) > d.maxBytes {
 		return nil, &decode.Error{Reason: decode.ReasonTooLarge, Err: fmt.Errorf("%d bytes, over the limit of %d", len(msg), d.maxBytes)}
@@ -37,7 +42,7 @@ func (d *Decoder) DecodeInto(dst decode.Row, msg []byte) (decode.Row, error) {
 	} else {
 		row = make(decode.Row, len(d.names))
 	}
-	r := reader{maxDepth: d.maxDepth}
+	r := reader{maxDepth: d.maxDepth, slab: slab{nWords: d.words, nStrs: d.strs}}
 	if err := r.visit(d.root, msg, row, 1); err != nil {
 		return nil, classify(err)
 	}
@@ -62,7 +67,10 @@ func classify(err error) *decode.Error {
 
 var errTooDeep = errors.New("messages nest deeper than the limit")
 
-type reader struct{ maxDepth int }
+type reader struct {
+	maxDepth int
+	slab     slab
+}
 
 // visit reads the fields of one message into slots by plan p.
 func (r *reader) visit(p *plan, b []byte, slots []any, depth int) error {
@@ -80,6 +88,20 @@ func (r *reader) visit(p *plan, b []byte, slots []any, depth int) error {
 			t = p.dense[num]
 		} else if p.sparse != nil {
 			t = p.sparse[num]
+		}
+		if t != nil && t.fast != nil {
+			// The common case: one singular scalar column, read where it
+			// is without measuring the value first.
+			if typ != t.fast.wire {
+				return t.fast.wireTypeError(num, typ)
+			}
+			x, n, err := r.scalar(t.fast, typ, b)
+			if err != nil {
+				return err
+			}
+			slots[t.fastSlot] = x
+			b = b[n:]
+			continue
 		}
 		n = protowire.ConsumeFieldValue(num, typ, b)
 		if n < 0 {
@@ -191,7 +213,7 @@ func (r *reader) set(c *conv, num protowire.Number, typ protowire.Type, v []byte
 // occurrence left, which a message merges into.
 func (r *reader) value(c *conv, num protowire.Number, typ protowire.Type, v []byte, old any, depth int) (any, error) {
 	if typ != c.wire {
-		return nil, &wireError{fmt.Errorf("field %d (%s) has wire type %d, where its kind %s has %d", num, c.path, typ, c.kind, c.wire)}
+		return nil, c.wireTypeError(num, typ)
 	}
 	if c.shape == shapeScalar {
 		x, _, err := r.scalar(c, typ, v)
@@ -206,6 +228,8 @@ func (r *reader) value(c *conv, num protowire.Number, typ protowire.Type, v []by
 		return c.timestamp(b)
 	case shapeDate:
 		return c.date(b)
+	case shapeDecimal:
+		return c.confluentDecimal(b)
 	case shapeWrapper:
 		return r.wrapper(c, b, depth)
 	}
@@ -232,16 +256,29 @@ func (r *reader) scalar(c *conv, typ protowire.Type, b []byte) (any, int, error)
 	switch typ {
 	case protowire.VarintType:
 		x, n = protowire.ConsumeVarint(b)
+		if n > 0 {
+			if v, ok := r.slab.boxed(c, x, nil); ok {
+				return v, n, nil
+			}
+		}
 	case protowire.Fixed32Type:
 		var v uint32
 		v, n = protowire.ConsumeFixed32(b)
 		x = uint64(v)
 	case protowire.Fixed64Type:
 		x, n = protowire.ConsumeFixed64(b)
+		if n > 0 {
+			if v, ok := r.slab.boxed(c, x, nil); ok {
+				return v, n, nil
+			}
+		}
 	case protowire.BytesType:
 		v, n := protowire.ConsumeBytes(b)
 		if n < 0 {
 			return nil, 0, wireErr(n)
+		}
+		if s, ok := r.slab.boxed(c, 0, v); ok {
+			return s, n, nil
 		}
 		s, err := c.bytes(v)
 		return s, n, err
@@ -348,4 +385,8 @@ func lastEntries(mv decode.MapValue) decode.MapValue {
 		}
 	}
 	return out
+}
+
+func (c *conv) wireTypeError(num protowire.Number, typ protowire.Type) error {
+	return &wireError{fmt.Errorf("field %d (%s) has wire type %d, where its kind %s has %d", num, c.path, typ, c.kind, c.wire)}
 }

@@ -3,8 +3,11 @@ package protodec
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/apache/iceberg-go"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -13,6 +16,9 @@ import (
 const (
 	nameTimestamp = "google.protobuf.Timestamp"
 	nameDate      = "google.type.Date"
+	// nameDecimal is the decimal of Confluent's serializers: the unscaled
+	// value in big-endian two's complement bytes, and its scale.
+	nameDecimal = "confluent.type.Decimal"
 )
 
 // wrapperKinds are the google.protobuf wrapper messages: one field,
@@ -49,6 +55,11 @@ var wrapperKinds = map[protoreflect.FullName]protoreflect.Kind{
 //	google.protobuf.Timestamp        timestamptz
 //	google.type.Date                 date
 //	google.protobuf.*Value wrappers  the wrapped scalar, optional
+//	confluent.type.Decimal           decimal(P,S) of the precision and
+//	                                 scale in the field's
+//	                                 (confluent.field_meta).params; a
+//	                                 decimal field without them is an
+//	                                 error
 //	other messages                   struct, recursively
 //	repeated T                       list<T>, elements required
 //	map<K, V>                        map<K, V>, values required but for
@@ -133,6 +144,12 @@ func singleType(fd protoreflect.FieldDescriptor, next *int, stack []protoreflect
 			return iceberg.PrimitiveTypes.TimestampTz, nil
 		case nameDate:
 			return iceberg.PrimitiveTypes.Date, nil
+		case nameDecimal:
+			p, s, ok := decimalParams(fd)
+			if !ok {
+				return nil, fmt.Errorf("field %q: a %s needs its precision and scale as (confluent.field_meta).params, for example {key: \"precision\", value: \"12\"}, {key: \"scale\", value: \"2\"}", path, nameDecimal)
+			}
+			return iceberg.DecimalTypeOf(p, s), nil
 		}
 		if k, ok := wrapperKinds[name]; ok {
 			return kindType(k), nil
@@ -169,4 +186,63 @@ func kindType(k protoreflect.Kind) iceberg.Type {
 	}
 	// string and enum
 	return iceberg.PrimitiveTypes.String
+}
+
+// decimalParams reads the precision and scale that Confluent's
+// serializers put in a decimal field's options, as the params of the
+// confluent.field_meta option (field 1088: a Meta message whose field 2
+// is a map of strings). The options are read from their wire form, which
+// is the same whether the compiler resolved the extension or kept it as
+// unknown bytes.
+func decimalParams(fd protoreflect.FieldDescriptor) (precision, scale int, ok bool) {
+	b, err := proto.Marshal(fd.Options())
+	if err != nil {
+		return 0, 0, false
+	}
+	precision, scale = -1, -1
+	for _, meta := range fieldBytes(b, 1088) {
+		for _, entry := range fieldBytes(meta, 2) {
+			k, v := fieldBytes(entry, 1), fieldBytes(entry, 2)
+			if len(k) != 1 || len(v) != 1 {
+				continue
+			}
+			n, err := strconv.Atoi(string(v[0]))
+			if err != nil {
+				continue
+			}
+			switch string(k[0]) {
+			case "precision":
+				precision = n
+			case "scale":
+				scale = n
+			}
+		}
+	}
+	if precision < 1 || precision > 38 || scale < 0 || scale > precision {
+		return 0, 0, false
+	}
+	return precision, scale, true
+}
+
+// fieldBytes returns the values of the length-delimited field num of a
+// message's wire form; nil when it does not parse.
+func fieldBytes(b []byte, num protowire.Number) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return nil
+		}
+		b = b[l:]
+		l = protowire.ConsumeFieldValue(n, typ, b)
+		if l < 0 {
+			return nil
+		}
+		if n == num && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b[:l])
+			out = append(out, v)
+		}
+		b = b[l:]
+	}
+	return out
 }

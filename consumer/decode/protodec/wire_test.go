@@ -152,8 +152,9 @@ func TestDecodeErrors(t *testing.T) {
 		iceberg.NestedField{ID: 1, Name: "big", Type: iceberg.PrimitiveTypes.Int64},
 		iceberg.NestedField{ID: 2, Name: "small", Type: iceberg.DecimalTypeOf(3, 1)},
 		iceberg.NestedField{ID: 3, Name: "need", Type: iceberg.PrimitiveTypes.String, Required: true},
+		iceberg.NestedField{ID: 4, Name: "huge", Type: iceberg.DecimalTypeOf(38, 37)},
 	)
-	nd, err := New(narrow, map[string]string{"big": "u64", "small": "i32", "need": "w_s"}, md)
+	nd, err := New(narrow, map[string]string{"big": "u64", "small": "i32", "need": "w_s", "huge": "i64"}, md)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +167,8 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"uint64 over long", tagVarint(nil, fU64, math.MaxUint64), decode.ReasonConvert, "big", "18446744073709551615 does not fit a long"},
 		{"decimal precision", tagVarint(nil, fI32, 100), decode.ReasonConvert, "small", "100 does not fit decimal(3,1)"},
+		// 10^18 scaled by 10^37 would wrap around 128 bits.
+		{"decimal scaled past 38 digits", tagVarint(nil, 4, 1e18), decode.ReasonConvert, "huge", "1000000000000000000 does not fit decimal(38,37)"},
 		{"required absent", tagVarint(nil, fU64, 1), decode.ReasonMissingRequired, "need", `"need"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,7 +180,7 @@ func TestDecodeErrors(t *testing.T) {
 		})
 	}
 	row, err := nd.DecodeInto(nil, append(tagVarint(nil, fI32, 99), tagBytes(nil, 27, nil)...))
-	if err != nil || row[1] != decimal128.FromI64(990) || row[2] != "" {
+	if err != nil || row[1] != decimal128.FromI64(990) || row[2] != "" || row[3] != decimal128.FromI64(0) {
 		t.Errorf("row = %v, %v; want 99.0 as 990 unscaled and the empty wrapped string", row, err)
 	}
 }
@@ -224,6 +227,7 @@ func TestNewErrors(t *testing.T) {
 		{"through a list", col("x", iceberg.PrimitiveTypes.String, false), map[string]string{"x": "inners.label"}, "not a singular message"},
 		{"empty segment", col("x", iceberg.PrimitiveTypes.String, false), map[string]string{"x": "inner..label"}, "not a path"},
 		{"unknown column", col("x", iceberg.PrimitiveTypes.String, false), map[string]string{"y": "s"}, `column "y"`},
+		{"binary map keys", col("x", &iceberg.MapType{KeyID: 2, KeyType: iceberg.PrimitiveTypes.Binary, ValueID: 3, ValueType: iceberg.PrimitiveTypes.Int64}, false), map[string]string{"x": "counts"}, "binary keys are not supported"},
 		{"required unmapped", col("x", iceberg.PrimitiveTypes.String, true), map[string]string{}, `required column "x" has no mapping`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
