@@ -25,6 +25,8 @@ type setup struct {
 	shape    devenv.Shape
 	opts     Options
 	drainSec int
+	// registry is the schema registry's URL of an Avro run, "" for JSON.
+	registry string
 }
 
 // configYAML renders the ingestor's configuration: the production defaults
@@ -61,9 +63,15 @@ func configYAML(s setup) string {
 	case s.opts.Maintenance != nil:
 		fmt.Fprintf(&b, "maintenance: {enabled: %t}\n", *s.opts.Maintenance)
 	}
-	fmt.Fprintf(&b, "datasets:\n  - name: %s\n    topic: %s\n    table: %s\n    customMapping:\n", dataset, topic, tableID)
-	for _, c := range s.shape.Columns {
-		fmt.Fprintf(&b, "      %s: %q\n", c.Name, s.shape.Mapping[c.Name])
+	fmt.Fprintf(&b, "datasets:\n  - name: %s\n    topic: %s\n    table: %s\n", dataset, topic, tableID)
+	if s.registry != "" {
+		// Avro values of one field per column: every column by name.
+		fmt.Fprintf(&b, "    format: avro\n    schemaRegistry: {url: %q}\n", s.registry)
+	} else {
+		fmt.Fprintf(&b, "    customMapping:\n")
+		for _, c := range s.shape.Columns {
+			fmt.Fprintf(&b, "      %s: %q\n", c.Name, s.shape.Mapping[c.Name])
+		}
 	}
 	fmt.Fprintf(&b, "    create:\n      columns:\n")
 	for _, c := range s.shape.Columns {

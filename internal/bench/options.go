@@ -11,6 +11,9 @@ import (
 type Options struct {
 	// Shape is devenv.ShapeNarrow or devenv.ShapeWide.
 	Shape string
+	// Format is the records' value format: json (the default) or avro
+	// (behind the Confluent header, through a registry the bench starts).
+	Format string
 	// Keys is devenv.KeysUniform or devenv.KeysSkewed.
 	Keys string
 	// Events is the number of events produced.
@@ -102,6 +105,7 @@ func DefaultOptions() Options {
 // processes (the supervisor and its three children).
 type Result struct {
 	Shape      string `json:"shape"`
+	Format     string `json:"format,omitempty"`
 	Keys       string `json:"keys"`
 	Events     int64  `json:"events"`
 	Rate       int    `json:"rate"` // 0: as fast as possible
