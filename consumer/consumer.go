@@ -299,7 +299,7 @@ func (c *Consumer) newLoop(ctx context.Context, cat catalog.Catalog, ds config.D
 		return nil, err
 	}
 	if err := format.checkTable(ctx, ds, tbl.Schema(), log); err != nil {
-		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
+		return nil, err // it names the dataset
 	}
 	view, err := newTableView(ds, format, tbl)
 	if err != nil {

@@ -162,15 +162,50 @@ func (f *valueFormat) checkTable(ctx context.Context, ds config.Dataset, tbl *ic
 		}
 		return nil
 	}
-	if _, err := f.build(tbl, f.mapping, s, nil); err != nil {
-		return fmt.Errorf("table %s does not fit the latest writer schema (id %d): %w", ds.Table, s.id, err)
+	if f.name != config.FormatProtobuf {
+		return f.checkAgainst(ds, tbl, s, nil)
+	}
+	// Which message of a Protobuf schema the records hold is in each
+	// record's header, not in the schema: the table must fit one of the
+	// top-level messages, and the error names the first one's misfit.
+	fd, err := s.proto()
+	if err != nil {
+		return fmt.Errorf("dataset %s: latest writer schema (id %d): %w", ds.Name, s.id, err)
+	}
+	var first error
+	for i := range fd.Messages().Len() {
+		hdr := protodec.AppendIndexes(make([]byte, confluentHeaderLen), []int{i})
+		err := f.checkAgainst(ds, tbl, s, hdr)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// checkAgainst compares the table with one message (hdr) of writer schema s.
+func (f *valueFormat) checkAgainst(ds config.Dataset, tbl *iceberg.Schema, s *writerSchema, hdr []byte) error {
+	if _, err := f.build(tbl, f.mapping, s, hdr); err != nil {
+		return fmt.Errorf("dataset %s: table %s does not fit the latest writer schema (id %d): %w", ds.Name, ds.Table, s.id, err)
 	}
 	if len(ds.CustomMapping) > 0 {
 		return nil
 	}
-	ws, err := f.tableSchema(s)
+	var ws *iceberg.Schema
+	var err error
+	if hdr == nil {
+		ws, err = f.tableSchema(s)
+	} else {
+		var md protoreflect.MessageDescriptor
+		if md, err = s.message(hdr); err == nil {
+			ws, err = protodec.TableSchema(md)
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("latest writer schema (id %d): %w", s.id, err)
+		return fmt.Errorf("dataset %s: latest writer schema (id %d): %w", ds.Name, s.id, err)
 	}
 	return tables.CheckWriterSchema(ds, tbl, ws)
 }
