@@ -25,7 +25,22 @@ const (
 	registryBackoffMax = 5 * time.Second
 	// registryTimeout bounds one request to the registry.
 	registryTimeout = 10 * time.Second
+	// registryMissingTTL is how long the answer that an id does not exist
+	// is kept: after it, the next record naming the id asks again, so a
+	// schema restored in the registry (or a reference subject deleted by
+	// mistake and put back) is found without a restart.
+	registryMissingTTL = 5 * time.Minute
 )
+
+// registryMissingAfter is how long the registry must keep answering that
+// a schema id (or a schema it references) does not exist before records
+// naming it are dropped as unknown_schema; until then they wait as in an
+// outage. A registry answers "not found" for a schema that exists when
+// the replica it asked has not yet read the registration (a producer
+// registers, then writes at once), and a drop on that answer alone would
+// send good records to the dead-letter topic. A variable so that tests
+// of the drops need not wait it out.
+var registryMissingAfter = 10 * time.Second
 
 // schemaState is what the cache knows of one schema id.
 type schemaState int
@@ -51,17 +66,32 @@ type writerSchema struct {
 }
 
 // schemaEntry is the cache's slot of one schema id. done is closed once
-// the fetch ended with a schema or with the registry's answer that there
-// is none; schema and missing are set before and never change after.
+// the fetch ended with a schema or with the registry's lasting answer
+// that there is none; schema, missing and at are set before and never
+// change after.
 type schemaEntry struct {
 	done    chan struct{}
 	schema  *writerSchema
 	missing bool
+	at      time.Time // when missing was settled
+}
+
+// stale reports whether e holds a missing answer older than ttl, which
+// the cache drops to ask the registry again.
+func (e *schemaEntry) stale(ttl time.Duration) bool {
+	select {
+	case <-e.done:
+		return e.missing && time.Since(e.at) >= ttl
+	default:
+		return false
+	}
 }
 
 // schemaRegistry fetches the writer schemas records name by id, once per
 // id, and keeps them for the life of the process: a schema id never
-// changes meaning in a registry, so nothing is ever fetched again. A
+// changes meaning in a registry, so nothing is ever fetched again. Only
+// the answer that an id does not exist is asked again, after
+// registryMissingTTL. A
 // record whose id is not cached yet never waits on the record path: the
 // first lookup starts one fetch in the background, the record's partition
 // waits (schemawait.go), and the fetch is retried with backoff for as
@@ -78,6 +108,10 @@ type schemaRegistry struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errLog *kafkaclient.Limiter
+
+	// missingAfter and missingTTL: registryMissingAfter and
+	// registryMissingTTL, fields so that a test can shorten them.
+	missingAfter, missingTTL time.Duration
 
 	mu   sync.Mutex
 	byID map[int]*schemaEntry
@@ -113,6 +147,7 @@ func newSchemaRegistry(rc *config.SchemaRegistry, key string, log *slog.Logger, 
 	return &schemaRegistry{
 		cl: cl, url: rc.URL, tr: tr, log: log.With("registry", rc.String()), m: m,
 		ctx: ctx, cancel: cancel, errLog: kafkaclient.NewLimiter(10 * time.Second),
+		missingAfter: registryMissingAfter, missingTTL: registryMissingTTL,
 		byID: map[int]*schemaEntry{},
 	}, nil
 }
@@ -154,7 +189,7 @@ func (r *schemaRegistry) entry(id int) *schemaEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.byID[id]
-	if e == nil {
+	if e == nil || e.stale(r.missingTTL) {
 		e = &schemaEntry{done: make(chan struct{})}
 		r.byID[id] = e
 		r.wg.Go(func() { r.fetchLoop(id, e) })
@@ -166,6 +201,7 @@ func (r *schemaRegistry) entry(id int) *schemaEntry {
 // fills e.
 func (r *schemaRegistry) fetchLoop(id int, e *schemaEntry) {
 	backoff := registryBackoffMin
+	var notFoundSince time.Time // the first "not found" answer, if any
 	for {
 		s, err := r.fetch(r.ctx, id)
 		switch {
@@ -175,18 +211,31 @@ func (r *schemaRegistry) fetchLoop(id int, e *schemaEntry) {
 			r.log.Info("schema fetched from the registry", "schema_id", id, "type", s.typ.String(), "references", len(s.refs))
 			close(e.done)
 			return
-		case isNotFound(err):
-			e.missing = true
-			r.log.Warn("the registry has no schema of this id: records naming it go to the dead-letter topic as unknown_schema", "schema_id", id)
-			close(e.done)
-			return
 		case r.ctx.Err() != nil:
 			return
-		}
-		r.m.registryErrors.Inc()
-		if ok, suppressed := r.errLog.Allow(err.Error()); ok {
-			r.log.Warn("schema registry unavailable: the records naming this schema wait in Kafka, their partitions paused, and the fetch is retried",
-				"schema_id", id, "error", err, "retry_in", backoff.String(), "suppressed", suppressed)
+		case isNotFound(err):
+			if notFoundSince.IsZero() {
+				notFoundSince = time.Now()
+			}
+			if time.Since(notFoundSince) >= r.missingAfter {
+				e.missing, e.at = true, time.Now()
+				r.log.Warn("the registry has no schema of this id: records naming it go to the dead-letter topic as unknown_schema",
+					"schema_id", id, "error", err, "asked_for", time.Since(notFoundSince).Round(time.Millisecond).String())
+				close(e.done)
+				return
+			}
+			// Not an outage, so not counted as a registry error: the
+			// records wait while the answer is confirmed.
+			if ok, suppressed := r.errLog.Allow(err.Error()); ok {
+				r.log.Warn("the registry answers that this schema does not exist: the records naming it wait while it is asked again",
+					"schema_id", id, "error", err, "drop_after", r.missingAfter.String(), "suppressed", suppressed)
+			}
+		default:
+			r.m.registryErrors.Inc()
+			if ok, suppressed := r.errLog.Allow(err.Error()); ok {
+				r.log.Warn("schema registry unavailable: the records naming this schema wait in Kafka, their partitions paused, and the fetch is retried",
+					"schema_id", id, "error", err, "retry_in", backoff.String(), "suppressed", suppressed)
+			}
 		}
 		select {
 		case <-r.ctx.Done():

@@ -5,16 +5,19 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/icewal/ingestor/consumer/decode"
+	"github.com/icewal/ingestor/shared/config"
 )
 
 // confluent prefixes value with the Confluent wire format's header: the
@@ -184,4 +187,91 @@ func readDeadLetters(t *testing.T, e *runEnv, n int) map[string][]byte {
 		})
 	}
 	return got
+}
+
+// lagging makes srfake answer "schema not found" (404, error code 40403)
+// to schema-by-id requests while it is true, as a registry replica that
+// has not yet read a registration does.
+func lagging(reg *srfake.Registry) *atomic.Bool {
+	lag := &atomic.Bool{}
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if lag.Load() && strings.HasPrefix(r.URL.Path, "/schemas/ids/") {
+			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error_code":40403,"message":"Schema not found"}`)
+			return true
+		}
+		return false
+	})
+	return lag
+}
+
+// lookupUntil asks r for id until the answer is not pending.
+func lookupUntil(t *testing.T, r *schemaRegistry, id int) schemaState {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.wait(ctx, id); err != nil {
+		t.Fatalf("schema id %d: no settled answer: %v", id, err)
+	}
+	_, st := r.lookup(id)
+	return st
+}
+
+// A registry that answers "not found" for a schema registered a moment
+// ago (a replica behind the one the producer registered with) does not
+// send the records naming it to the dead-letter topic: the answer must
+// hold for missingAfter before the id counts as missing, and the records
+// wait until then. A settled "not found" is asked again after
+// missingTTL, so a schema put back in the registry is found without a
+// restart.
+func TestRegistryConfirmsAMissingSchema(t *testing.T) {
+	reg := srfake.New()
+	t.Cleanup(reg.Close)
+	id, _, err := reg.RegisterSchema("clicks_v1-value", sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag := lagging(reg)
+	newRegistry := func(after, ttl time.Duration) *schemaRegistry {
+		r, err := newSchemaRegistry(&config.SchemaRegistry{URL: reg.URL()}, "schemaRegistry", discardLogger(), newMetrics(prometheus.NewRegistry()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.missingAfter, r.missingTTL = after, ttl
+		t.Cleanup(r.close)
+		return r
+	}
+
+	t.Run("a short not found waits", func(t *testing.T) {
+		lag.Store(true)
+		r := newRegistry(5*time.Second, time.Hour)
+		if _, st := r.lookup(id); st != schemaPending {
+			t.Fatalf("first lookup: state %v, want pending", st)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if _, st := r.lookup(id); st != schemaPending {
+			t.Fatalf("after 0.5 s of not found: state %v, want pending (records wait, none dropped)", st)
+		}
+		lag.Store(false)
+		if st := lookupUntil(t, r, id); st != schemaReady {
+			t.Fatalf("once the replica caught up: state %v, want ready", st)
+		}
+	})
+
+	t.Run("a settled not found is asked again", func(t *testing.T) {
+		lag.Store(true)
+		r := newRegistry(0, 500*time.Millisecond)
+		if st := lookupUntil(t, r, id); st != schemaMissing {
+			t.Fatalf("state %v, want missing", st)
+		}
+		lag.Store(false)
+		if _, st := r.lookup(id); st != schemaMissing {
+			t.Fatalf("within the TTL: state %v, want missing still", st)
+		}
+		time.Sleep(600 * time.Millisecond)
+		if st := lookupUntil(t, r, id); st != schemaReady {
+			t.Fatalf("after the TTL: state %v, want ready: the id is asked again", st)
+		}
+	})
 }
