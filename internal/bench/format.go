@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/icewal/ingestor/internal/devenv"
+	"github.com/icewal/ingestor/internal/devenv/shapeenc"
 	"github.com/icewal/ingestor/shared/config"
 )
 
@@ -18,7 +19,7 @@ import (
 // loopback), and the dataset reading every column by name.
 type values struct {
 	shape    devenv.Shape
-	avro     *devenv.AvroShape
+	avro     *shapeenc.AvroShape
 	reg      *srfake.Registry
 	schemaID int
 }
@@ -33,7 +34,7 @@ func newValues(format string, shape devenv.Shape) (*values, error) {
 	default:
 		return nil, fmt.Errorf("format: want %s or %s, got %q", config.FormatJSON, config.FormatAvro, format)
 	}
-	a, err := devenv.NewAvroShape(shape)
+	a, err := shapeenc.NewAvroShape(shape)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package devenv
+package shapeenc
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/icewal/ingestor/consumer/decode"
 	"github.com/icewal/ingestor/consumer/decode/avrodec"
+	"github.com/icewal/ingestor/internal/devenv"
 	"github.com/icewal/ingestor/shared/tables"
 )
 
@@ -15,9 +16,9 @@ import (
 // decoder, into the very rows its JSON events give through the shape's
 // mapping: the formats of the bench carry the same data.
 func TestAvroShapeCarriesTheJSONEvent(t *testing.T) {
-	for _, name := range []string{ShapeNarrow, ShapeWide} {
+	for _, name := range []string{devenv.ShapeNarrow, devenv.ShapeWide} {
 		t.Run(name, func(t *testing.T) {
-			shape, err := ShapeByName(name)
+			shape, err := devenv.ShapeByName(name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,7 +44,7 @@ func TestAvroShapeCarriesTheJSONEvent(t *testing.T) {
 			}
 			at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 			for seq := int64(0); seq < 300; seq++ {
-				id, tenant := EventID(7, seq), fmt.Sprintf("tenant-%03d", seq%5)
+				id, tenant := devenv.EventID(7, seq), fmt.Sprintf("tenant-%03d", seq%5)
 				b, err := a.Append(nil, id, tenant, seq, at)
 				if err != nil {
 					t.Fatal(err)

@@ -1,4 +1,4 @@
-package devenv
+package shapeenc
 
 import (
 	"encoding/binary"
@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 
 	"github.com/icewal/ingestor/consumer/decode"
+	"github.com/icewal/ingestor/internal/devenv"
 	"github.com/icewal/ingestor/shared/tables"
 )
 
@@ -23,7 +24,7 @@ import (
 // mapped to its columns, then encoded: the same seq gives the same values
 // in either format.
 type AvroShape struct {
-	shape Shape
+	shape devenv.Shape
 	dec   *decode.Decoder
 	// Schema is the writer schema, Avro's JSON.
 	Schema string
@@ -34,7 +35,7 @@ type AvroShape struct {
 }
 
 // NewAvroShape returns the Avro writer of shape's events.
-func NewAvroShape(shape Shape) (*AvroShape, error) {
+func NewAvroShape(shape devenv.Shape) (*AvroShape, error) {
 	schema, err := tables.BuildSchema(shape.Columns)
 	if err != nil {
 		return nil, err
