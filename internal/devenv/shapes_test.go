@@ -184,9 +184,9 @@ func TestGeneratorPayload(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	g.Time = func(int64) time.Time { return at }
 	g.BadEvery = 10
-	g.Payload = func(seq int64, at time.Time) ([]byte, []byte) {
+	g.Payload = func(seq int64, at time.Time) ([]byte, []byte, error) {
 		name := ten.Name(ten.Of(seq))
-		return []byte(name), shape.Append(nil, EventID(3, seq), name, seq, at)
+		return []byte(name), shape.Append(nil, EventID(3, seq), name, seq, at), nil
 	}
 	const n = 200
 	if err := g.Run(context.Background(), 0, n); err != nil {
