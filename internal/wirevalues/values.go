@@ -1,4 +1,13 @@
-package bench
+// Package wirevalues makes the record values of the development shapes
+// (devenv.Shape) in each value format the ingestor reads, for `ingestor
+// bench` and `ingestor demo`: the shape's JSON events as they are, or the
+// same events as Avro binary or a Protobuf message behind the Confluent
+// header (magic byte, schema id; for Protobuf then the message indexes),
+// their schema registered in a schema registry it starts (franz-go's
+// srfake, which serves the registry's HTTP API on loopback; no registry
+// server can be installed where these run). Each column is one field of
+// the same name, so a dataset without customMapping reads them all.
+package wirevalues
 
 import (
 	"fmt"
@@ -12,28 +21,26 @@ import (
 	"github.com/icewal/ingestor/shared/config"
 )
 
-// values makes the record values of a run in its format: the shape's JSON
-// events as they are, or, for Avro and Protobuf, the same events encoded
-// behind the Confluent header (for Protobuf followed by the message
-// indexes), their schema registered in a registry the bench starts
-// (franz-go's srfake, which serves the registry's HTTP API on loopback),
-// and the dataset reading every column by name.
-type values struct {
+// Values makes the values of one shape in one format.
+type Values struct {
+	// Format is config.FormatJSON, FormatAvro or FormatProtobuf.
+	Format   string
 	shape    devenv.Shape
-	format   string
 	avro     *devenv.AvroShape
 	proto    *devenv.ProtoShape
 	reg      *srfake.Registry
 	schemaID int
 }
 
-// newValues prepares the values of format; close releases the registry.
-func newValues(format string, shape devenv.Shape) (*values, error) {
-	v := &values{shape: shape, format: format}
+// New prepares the values of shape in format ("" is JSON), with the
+// schema registered under the subject topic-value (the registry's default
+// naming); Close releases the registry.
+func New(format, topic string, shape devenv.Shape) (*Values, error) {
+	v := &Values{shape: shape, Format: format}
 	var schema sr.Schema
 	switch format {
 	case "", config.FormatJSON:
-		v.format = config.FormatJSON
+		v.Format = config.FormatJSON
 		return v, nil
 	case config.FormatAvro:
 		a, err := devenv.NewAvroShape(shape)
@@ -59,16 +66,18 @@ func newValues(format string, shape devenv.Shape) (*values, error) {
 	return v, nil
 }
 
-// registryURL is the registry the configuration names; "" for JSON.
-func (v *values) registryURL() string {
+// RegistryURL is the registry a dataset of these values names; "" for
+// JSON.
+func (v *Values) RegistryURL() string {
 	if v.reg == nil {
 		return ""
 	}
 	return v.reg.URL()
 }
 
-// appendValue appends the value of event seq. Not safe for concurrent use.
-func (v *values) appendValue(dst []byte, id, tenant string, seq int64, at time.Time) ([]byte, error) {
+// Append appends the value of event seq of tenant, made at time at, to
+// dst. It is not safe for concurrent use.
+func (v *Values) Append(dst []byte, id, tenant string, seq int64, at time.Time) ([]byte, error) {
 	if v.reg == nil {
 		return v.shape.Append(dst, id, tenant, seq, at), nil
 	}
@@ -82,7 +91,8 @@ func (v *values) appendValue(dst []byte, id, tenant string, seq int64, at time.T
 	return v.avro.Append(dst, id, tenant, seq, at)
 }
 
-func (v *values) close() {
+// Close stops the registry.
+func (v *Values) Close() {
 	if v.reg != nil {
 		v.reg.Close()
 	}
