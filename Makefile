@@ -24,8 +24,10 @@ build:
 # The main job on the embedded default: a local Kafka-protocol broker, a
 # generator of events, a SQLite catalog and a local warehouse, and the
 # supervisor with its three roles. Ctrl-C stops it in order.
+# FORMAT=avro or FORMAT=protobuf shows that value format, through a schema
+# registry the demo starts.
 run: build
-	./$(BIN) demo
+	./$(BIN) demo $(if $(FORMAT),--format $(FORMAT))
 
 # Every test, with the real parts they need installed and started by the tests.
 test: deps build vet test-unit test-e2e

@@ -19,7 +19,7 @@ func runBench(args []string) int {
 	o := bench.DefaultOptions()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.Shape, "shape", o.Shape, "event shape: narrow (~600 B, 15 columns) or wide (~2 KB, 200 sparse columns)")
-	fs.StringVar(&o.Format, "format", "json", "value format: json, or avro (Avro binary behind the Confluent header, its schema in a registry the bench starts, every column by name)")
+	fs.StringVar(&o.Format, "format", "json", "value format: json, avro or protobuf (Avro binary, or a Protobuf message after its message indexes, behind the Confluent header, the schema in a registry the bench starts, every column by name)")
 	fs.StringVar(&o.Keys, "keys", o.Keys, "tenant distribution of the keys: uniform or skewed (Zipf, first tenant ~25 %)")
 	fs.Int64Var(&o.Events, "events", o.Events, "events to produce")
 	fs.IntVar(&o.Rate, "rate", o.Rate, "events per second (0: as fast as possible)")

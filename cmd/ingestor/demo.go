@@ -20,6 +20,7 @@ func runDemo(args []string) int {
 	fs.IntVar(&o.KafkaPort, "kafka-port", o.KafkaPort, "port of the local broker (a free one if taken)")
 	fs.IntVar(&o.Rate, "rate", o.Rate, "events generated per second")
 	fs.DurationVar(&o.Every, "every", o.Every, "time between two progress lines")
+	fs.StringVar(&o.Format, "format", o.Format, "value format: json (click events), avro or protobuf (the bench's narrow events behind the Confluent header, the schema in a registry the demo starts, every column by name)")
 	duration := fs.Duration("duration", 0, "stop in order after this long (0: at Ctrl-C)")
 	if err := fs.Parse(args); err != nil {
 		return flagsExit(err) // the flag package printed why

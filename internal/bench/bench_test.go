@@ -53,6 +53,8 @@ func TestBenchSmoke(t *testing.T) {
 		// Avro behind the Confluent header, through the registry the
 		// bench starts (srfake: no registry server can be installed here).
 		{"narrow", "uniform", KeyTenant, 20_000, "avro"},
+		// Protobuf behind the Confluent header and the message indexes.
+		{"narrow", "uniform", KeyTenant, 20_000, "protobuf"},
 	}
 	for _, c := range cases {
 		t.Run(c.shape+"_"+c.keys+"_"+c.format, func(t *testing.T) {
@@ -235,16 +237,19 @@ func TestConfigYAMLLoads(t *testing.T) {
 		if cfg.Ingestion.WAL.MaxFileAgeMinutes != 0.5 || cfg.Ingestion.CommitIntervalSeconds != 10 || cfg.Ingestion.WAL.MaxFileSizeBytes != 1<<20 {
 			t.Errorf("%s: ingestion %+v", shape, cfg.Ingestion)
 		}
-		// An Avro run reads every column by name through the registry.
-		y = configYAML(setup{walDir: t.TempDir(), broker: "127.0.0.1:9092",
-			catalog: map[string]string{"type": "sql", "uri": "file:/tmp/x.db", "sql.driver": "sqlite", "sql.dialect": "sqlite", "warehouse": "file:///tmp/wh"},
-			metrics: [5]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"}, shape: sh, opts: o, drainSec: 120,
-			registry: "http://127.0.0.1:8081"})
-		if cfg, err = config.Parse([]byte(y)); err != nil {
-			t.Fatalf("%s avro: %v\n%s", shape, err, y)
-		}
-		if ds := cfg.Datasets[0]; ds.Format != config.FormatAvro || len(ds.CustomMapping) != 0 || cfg.RegistryFor(ds) == nil {
-			t.Errorf("%s avro: format %q, %d mapped, registry %v", shape, ds.Format, len(ds.CustomMapping), cfg.RegistryFor(ds))
+		// An Avro or Protobuf run reads every column by name through the
+		// registry.
+		for _, format := range []string{config.FormatAvro, config.FormatProtobuf} {
+			y = configYAML(setup{walDir: t.TempDir(), broker: "127.0.0.1:9092",
+				catalog: map[string]string{"type": "sql", "uri": "file:/tmp/x.db", "sql.driver": "sqlite", "sql.dialect": "sqlite", "warehouse": "file:///tmp/wh"},
+				metrics: [5]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"}, shape: sh, opts: o, drainSec: 120,
+				format: format, registry: "http://127.0.0.1:8081"})
+			if cfg, err = config.Parse([]byte(y)); err != nil {
+				t.Fatalf("%s %s: %v\n%s", shape, format, err, y)
+			}
+			if ds := cfg.Datasets[0]; ds.Format != format || len(ds.CustomMapping) != 0 || cfg.RegistryFor(ds) == nil {
+				t.Errorf("%s %s: format %q, %d mapped, registry %v", shape, format, ds.Format, len(ds.CustomMapping), cfg.RegistryFor(ds))
+			}
 		}
 	}
 }

@@ -25,8 +25,9 @@ type setup struct {
 	shape    devenv.Shape
 	opts     Options
 	drainSec int
-	// registry is the schema registry's URL of an Avro run, "" for JSON.
-	registry string
+	// format is the records' value format, and registry the schema
+	// registry's URL of an Avro or Protobuf run, "" for JSON.
+	format, registry string
 }
 
 // configYAML renders the ingestor's configuration: the production defaults
@@ -65,8 +66,9 @@ func configYAML(s setup) string {
 	}
 	fmt.Fprintf(&b, "datasets:\n  - name: %s\n    topic: %s\n    table: %s\n", dataset, topic, tableID)
 	if s.registry != "" {
-		// Avro values of one field per column: every column by name.
-		fmt.Fprintf(&b, "    format: avro\n    schemaRegistry: {url: %q}\n", s.registry)
+		// Avro or Protobuf values of one field per column: every column
+		// by name.
+		fmt.Fprintf(&b, "    format: %s\n    schemaRegistry: {url: %q}\n", s.format, s.registry)
 	} else {
 		fmt.Fprintf(&b, "    customMapping:\n")
 		for _, c := range s.shape.Columns {

@@ -11,8 +11,9 @@ import (
 type Options struct {
 	// Shape is devenv.ShapeNarrow or devenv.ShapeWide.
 	Shape string
-	// Format is the records' value format: json (the default) or avro
-	// (behind the Confluent header, through a registry the bench starts).
+	// Format is the records' value format: json (the default), avro or
+	// protobuf (behind the Confluent header, through a registry the bench
+	// starts).
 	Format string
 	// Keys is devenv.KeysUniform or devenv.KeysSkewed.
 	Keys string

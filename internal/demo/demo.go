@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/icewal/ingestor/internal/devenv"
+	"github.com/icewal/ingestor/internal/wirevalues"
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/metrics"
 	"github.com/icewal/ingestor/shared/tables"
@@ -29,6 +30,11 @@ type Options struct {
 	Rate int
 	// Every is the time between two progress lines.
 	Every time.Duration
+	// Format is the records' value format: json (the default, the
+	// generator's click events), avro or protobuf (the narrow bench
+	// shape's events behind the Confluent header, their schema in a
+	// registry the demo starts).
+	Format string
 	// Out receives the progress lines.
 	Out io.Writer
 	// Log receives the logs of the supervisor and its roles, JSON lines;
@@ -43,6 +49,7 @@ func DefaultOptions() Options {
 		KafkaPort: 9092,
 		Rate:      2000,
 		Every:     3 * time.Second,
+		Format:    config.FormatJSON,
 		Out:       os.Stdout,
 	}
 }
@@ -61,12 +68,18 @@ func Run(ctx context.Context, o Options) error {
 		o.Log = f
 	}
 	logger := slog.New(slog.NewJSONHandler(o.Log, nil)).With("role", "supervisor")
+	vals, err := wirevalues.New(o.Format, TopicOf(o.Format), devenv.NarrowShape())
+	if err != nil {
+		return err
+	}
+	defer vals.Close()
+	topic := TopicOf(vals.Format)
 	port := o.KafkaPort
 	if !portFree(port) {
 		port = 0
 	}
 	k, err := devenv.StartKafka(devenv.KafkaOptions{
-		Port: port, Partitions: 4, Topics: []string{Topic}, DataDir: filepath.Join(o.Dir, "kafka"),
+		Port: port, Partitions: 4, Topics: []string{topic}, DataDir: filepath.Join(o.Dir, "kafka"),
 	})
 	if err != nil {
 		return err
@@ -78,7 +91,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	cfgPath := filepath.Join(o.Dir, "ingestor.yaml")
-	if err := os.WriteFile(cfgPath, []byte(Config(o.Dir, k.Addrs()[0], ports)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(Config(o.Dir, k.Addrs()[0], ports, vals.Format, vals.RegistryURL())), 0o644); err != nil {
 		return fmt.Errorf("write demo config: %w", err)
 	}
 	cfg, err := config.Load(cfgPath)
@@ -92,19 +105,36 @@ func Run(ctx context.Context, o Options) error {
 	if _, err := tables.Load(ctx, cat, cfg.Datasets[0]); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "demo: broker %s, topic %s, table %s, config %s\n", k.Addrs()[0], Topic, cfg.Datasets[0].Table, cfgPath)
+	fmt.Fprintf(o.Out, "demo: broker %s, topic %s, table %s, config %s\n", k.Addrs()[0], topic, cfg.Datasets[0].Table, cfgPath)
+	if u := vals.RegistryURL(); u != "" {
+		fmt.Fprintf(o.Out, "demo: %s values behind the Confluent header, schema registry at %s (it stops with the demo)\n", vals.Format, u)
+	}
 	fmt.Fprintf(o.Out, "demo: metrics at http://127.0.0.1:{%d,%d,%d,%d}/metrics, logs in %s; see it with: ingestor status --config %s; Ctrl-C stops in order\n",
 		ports[0], ports[1], ports[2], ports[3], filepath.Join(o.Dir, "ingestor.log"), cfgPath)
 	fmt.Fprintf(o.Out, "demo: look at the table it writes with: ingestor table describe|snapshots|files|head --config %s --dataset %s\n",
 		cfgPath, cfg.Datasets[0].Name)
 
-	gen, err := devenv.NewGenerator(k.Addrs(), Topic)
+	gen, err := devenv.NewGenerator(k.Addrs(), topic)
 	if err != nil {
 		return err
 	}
 	defer gen.Close()
 	gen.Rate = o.Rate
+	// The bad records are JSON: in an Avro or Protobuf demo they show the
+	// not_avro or not_protobuf drops.
 	gen.BadEvery = 250
+	if vals.Format != config.FormatJSON {
+		ten, err := devenv.NewTenancy(devenv.KeysUniform, len(devenv.Tenants))
+		if err != nil {
+			return err
+		}
+		run := uint32(time.Now().Unix())
+		gen.Payload = func(seq int64, at time.Time) ([]byte, []byte, error) {
+			name := ten.Name(ten.Of(seq))
+			v, err := vals.Append(nil, devenv.EventID(run, seq), name, seq, at)
+			return []byte(name), v, err
+		}
+	}
 	genCtx, stopGen := context.WithCancel(ctx)
 	defer stopGen()
 	genDone := make(chan error, 1)

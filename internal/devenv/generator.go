@@ -3,6 +3,7 @@ package devenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -85,7 +86,9 @@ type Generator struct {
 	Time func(seq int64) time.Time
 	// Payload, when set, makes the key and value of good event seq at
 	// time at instead of NewEvent; shapes.go has the benchmark's shapes.
-	Payload func(seq int64, at time.Time) (key, value []byte)
+	// An error stops Run, which returns it once what was produced before
+	// it is acknowledged.
+	Payload func(seq int64, at time.Time) (key, value []byte, err error)
 
 	produced atomic.Int64
 	bad      atomic.Int64
@@ -141,7 +144,13 @@ func (g *Generator) Run(ctx context.Context, first, count int64) error {
 				payload = badRecord(seq)
 				g.bad.Add(1)
 			case g.Payload != nil:
-				key, payload = g.Payload(seq, at(seq))
+				var err error
+				if key, payload, err = g.Payload(seq, at(seq)); err != nil {
+					if ferr := g.flush(&firstErr); ferr != nil {
+						return errors.Join(fmt.Errorf("payload of event %d: %w", seq, err), ferr)
+					}
+					return fmt.Errorf("payload of event %d: %w", seq, err)
+				}
 				g.produced.Add(1)
 			default:
 				payload, _ = json.Marshal(NewEvent(seq, at(seq)))

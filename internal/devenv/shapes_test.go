@@ -3,8 +3,10 @@ package devenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,9 +186,9 @@ func TestGeneratorPayload(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	g.Time = func(int64) time.Time { return at }
 	g.BadEvery = 10
-	g.Payload = func(seq int64, at time.Time) ([]byte, []byte) {
+	g.Payload = func(seq int64, at time.Time) ([]byte, []byte, error) {
 		name := ten.Name(ten.Of(seq))
-		return []byte(name), shape.Append(nil, EventID(3, seq), name, seq, at)
+		return []byte(name), shape.Append(nil, EventID(3, seq), name, seq, at), nil
 	}
 	const n = 200
 	if err := g.Run(context.Background(), 0, n); err != nil {
@@ -231,5 +233,35 @@ func TestGeneratorPayload(t *testing.T) {
 				t.Errorf("record key %q, event %s of tenant %s", r.Key, ev.ID, ev.Tenant)
 			}
 		})
+	}
+}
+
+// A Payload that fails stops the generator: Run returns the error, naming
+// the event, once the events before it are acknowledged, instead of the
+// process dying with a run that cannot be scored.
+func TestGeneratorPayloadError(t *testing.T) {
+	k, err := StartKafka(KafkaOptions{Partitions: 1, Topics: []string{"fail"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	g, err := NewGenerator(k.Addrs(), "fail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	bad := errors.New("column amount: no encoding")
+	g.Payload = func(seq int64, at time.Time) ([]byte, []byte, error) {
+		if seq == 7 {
+			return nil, nil, bad
+		}
+		return nil, []byte(`{}`), nil
+	}
+	err = g.Run(context.Background(), 0, 100)
+	if !errors.Is(err, bad) || !strings.Contains(err.Error(), "event 7") {
+		t.Fatalf("Run returned %v, want the payload's error of event 7", err)
+	}
+	if good, _ := g.Produced(); good != 7 {
+		t.Fatalf("produced %d events before the failing one, want 7", good)
 	}
 }
