@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -34,12 +37,24 @@ const avroClicks = `{"type":"record","name":"Click","namespace":"e2e","fields":[
 // compatibility, which this test does not need). The table does not
 // exist and its create block gives only a partition spec: the ingestor
 // builds it from the subject's latest schema, maps every column by name,
-// and every event reaches the table exactly once.
+// and every event reaches the table exactly once. In the middle of the
+// run the registry is down for 30 s (srfake answers 503) while the
+// second half of the events names a schema version registered during the
+// outage: those records wait in Kafka, nothing is dropped, and once the
+// registry answers again they reach the table too.
 func TestAvroThroughRegistry(t *testing.T) {
 	const topic, table, n = "avro_clicks", "web.avro_clicks", 3000
 	w := newWorld(t, worldOptions{topics: []string{topic}, partitions: 2})
 	reg := srfake.New()
 	defer reg.Close()
+	var down atomic.Bool
+	reg.Intercept(func(rw http.ResponseWriter, _ *http.Request) bool {
+		if down.Load() {
+			http.Error(rw, `{"error_code":50301,"message":"registry in maintenance"}`, http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
 	id, _, err := reg.RegisterSchema(topic+"-value", sr.Schema{Type: sr.TypeAvro, Schema: avroClicks})
 	if err != nil {
 		t.Fatal(err)
@@ -58,27 +73,51 @@ func TestAvroThroughRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(w.broker), kgo.DefaultProduceTopic(topic)}, w.genOpts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		v, err := s.Encode(map[string]any{
-			"event_id": fmt.Sprintf("evt-%d", i), "tenant": map[string]any{"string": fmt.Sprintf("t%d", i%3)},
-			"ts": eventTime(int64(i)).UnixMicro(), "amount": float64(i) / 4, "tags": []any{"a", "b"},
-		})
+	produce := func(id int, from, to int) {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(w.broker), kgo.DefaultProduceTopic(topic)}, w.genOpts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hdr := []byte{0, byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
-		cl.Produce(context.Background(), &kgo.Record{Value: append(hdr, v...)}, nil)
+		defer cl.Close()
+		for i := from; i < to; i++ {
+			v, err := s.Encode(map[string]any{
+				"event_id": fmt.Sprintf("evt-%d", i), "tenant": map[string]any{"string": fmt.Sprintf("t%d", i%3)},
+				"ts": eventTime(int64(i)).UnixMicro(), "amount": float64(i) / 4, "tags": []any{"a", "b"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hdr := []byte{0, byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
+			cl.Produce(context.Background(), &kgo.Record{Value: append(hdr, v...)}, nil)
+		}
+		if err := cl.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := cl.Flush(context.Background()); err != nil {
+	produce(id, 0, n/2)
+	sup := in.start("run")
+	w.waitRows(t, map[string]int64{table: n / 2}, 3*time.Minute)
+
+	// The outage: a new version of the subject (the same fields, a doc
+	// added, so a new id the ingestor has not fetched) and the registry
+	// answering 503 for 30 s while the rest of the events name it.
+	down.Store(true)
+	id2, _, err := reg.RegisterSchema(topic+"-value", sr.Schema{Type: sr.TypeAvro, Schema: strings.Replace(avroClicks, `"name":"Click"`, `"name":"Click","doc":"v2"`, 1)})
+	if err != nil {
 		t.Fatal(err)
 	}
-	cl.Close()
-
-	sup := in.start("run")
+	if id2 == id {
+		t.Fatalf("the second version got the first's id %d", id)
+	}
+	produce(id2, n/2, n)
+	time.Sleep(30 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	during := w.tableRows(ctx, table)
+	cancel()
+	if during != n/2 {
+		t.Fatalf("during the outage the table holds %d rows, want the %d written before it", during, n/2)
+	}
+	down.Store(false)
 	w.waitRows(t, map[string]int64{table: n}, 3*time.Minute)
 	sup.signal(syscall.SIGTERM)
 	sup.wait(t, 90*time.Second)
