@@ -119,7 +119,7 @@ func (col *Column) appendArray(arr arrow.Array) error {
 // arrow-go's byte-array statistics take a nil value for "no value yet":
 // a row group that also holds "b" from another record would then say
 // its minimum is "b" while it holds "", and a reader pruning by the
-// bounds would skip the file for col = ''.
+// bounds would skip the file for the filter col = "".
 var empty = []byte{}
 
 // present returns b, or empty for nil.

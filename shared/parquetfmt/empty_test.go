@@ -15,7 +15,7 @@ import (
 // a record whose string and binary columns are all "" with no value
 // buffer (as a reader may hand them back) and a record holding "b": the
 // chunk's minimum must be "", or a reader pruning by bounds would skip
-// the file for col = ''.
+// the file for the filter col = "".
 func TestEmptyValuesWithoutBufferKeepTheMinimum(t *testing.T) {
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
