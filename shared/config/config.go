@@ -237,6 +237,29 @@ type Dataset struct {
 	DeadLetterTopic string `yaml:"deadLetterTopic"`
 	// Create, when set, creates the table if it does not exist.
 	Create *CreateTable `yaml:"create"`
+	// Upsert, when set, keeps one row per key in the table: the last
+	// record of a key by Kafka offset, and none after a delete.
+	Upsert *Upsert `yaml:"upsert"`
+}
+
+// Upsert makes a dataset keep one row per key (docs/records.md, "Upserts
+// and deletes by key").
+type Upsert struct {
+	// KeyColumns are the table's required columns that identify a row;
+	// the ingestor sets them as the identifier fields of a table it
+	// creates.
+	KeyColumns []string `yaml:"keyColumns"`
+	// DeleteWhen, when set, recognises a delete by a field of the value.
+	// A Kafka tombstone (a key and a null value) is always a delete.
+	DeleteWhen *DeleteWhen `yaml:"deleteWhen"`
+}
+
+// DeleteWhen recognises a delete record: the value at Path is one of Equals.
+type DeleteWhen struct {
+	// Path is a path in the value (a.b.c), as in customMapping.
+	Path string `yaml:"path"`
+	// Equals are the values that mark a delete, compared as strings.
+	Equals []string `yaml:"equals"`
 }
 
 // CreateTable describes a table to create when it is missing.

@@ -135,7 +135,7 @@ func TestDocsListEveryKey(t *testing.T) {
 // minimal is the smallest valid configuration that reaches every required
 // key: it sets the required keys, plus the optional mappings that hold
 // required keys of their own (SASL, a create block with a partition field,
-// the schema registries)
+// the schema registries, upsert and its deleteWhen)
 // and what those need to be valid.
 func minimal() map[string]any {
 	return map[string]any{
@@ -155,13 +155,17 @@ func minimal() map[string]any {
 				"columns":   []any{map[string]any{"name": "event_id", "type": "string"}},
 				"partition": []any{map[string]any{"column": "event_id"}},
 			},
+			"upsert": map[string]any{
+				"keyColumns": []any{"event_id"},
+				"deleteWhen": map[string]any{"path": "op", "equals": []any{"d"}},
+			},
 		}},
 	}
 }
 
 // optionalContainers are keys minimal sets only to reach the required keys
 // inside them.
-var optionalContainers = []string{"kafka.sasl", "datasets[].create", "datasets[].create.partition", "schemaRegistry", "datasets[].schemaRegistry"}
+var optionalContainers = []string{"kafka.sasl", "datasets[].create", "datasets[].create.partition", "schemaRegistry", "datasets[].schemaRegistry", "datasets[].upsert", "datasets[].upsert.deleteWhen"}
 
 // setKeys returns the key paths a document sets, lists written as [].
 func setKeys(v any, path string, out map[string]bool) {

@@ -416,6 +416,7 @@ func (c *Config) Validate() error {
 				bad(p+".customMapping."+col, "empty expression")
 			}
 		}
+		validateUpsert(p, d, bad)
 		if d.Create != nil {
 			if len(d.Create.Columns) == 0 && !c.SchemaFromSource(d) {
 				bad(p+".create.columns", "required: list the table's columns, or take them from the records' schema with schemaRegistry or avroSchemaFile")
