@@ -406,6 +406,11 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 				batch = append(batch, s)
 			}
 		}
+		if d.Upsert != nil {
+			if files, batch, rows = c.inOffsetOrder(log, d, files, batch); len(batch) == 0 {
+				return true, nil
+			}
+		}
 		start := time.Now()
 		next, err := c.append(ctx, d, tbl, files, batch, attempt)
 		c.metrics.commitSeconds.Observe(time.Since(start).Seconds())

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"log/slog"
 	"path/filepath"
 	"slices"
 
@@ -392,4 +393,49 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// inOffsetOrder keeps, of an upsert batch, the segments that no segment
+// of the same Kafka partition left out of it precedes: one not uploaded
+// yet, handed back, or not describable this pass. A later segment
+// appended before an earlier one would let the earlier one's rows, older
+// versions of their keys, replace the later ones'. The held segments wait
+// for the next pass. files[i] is the data file of batch[i]; rows is the
+// kept files' row count.
+func (c *Committer) inOffsetOrder(log *slog.Logger, d config.Dataset, files []iceberg.DataFile, batch []*segment) ([]iceberg.DataFile, []*segment, int64) {
+	in := map[uuid.UUID]bool{}
+	for _, s := range batch {
+		in[s.ready.UUID] = true
+	}
+	first := map[int32]int64{} // by Kafka partition, the first offset of a ready file left out
+	all, err := walfile.List(c.dir)
+	if err != nil {
+		log.Warn("list the WAL directory to keep upserts in offset order; the batch waits", "err", err)
+		return nil, nil, 0
+	}
+	for _, f := range all {
+		if f.Topic != d.Topic || f.State != walfile.Ready || in[f.UUID] {
+			continue
+		}
+		if v, ok := first[f.Partition]; !ok || f.Start < v {
+			first[f.Partition] = f.Start
+		}
+	}
+	var keptFiles []iceberg.DataFile
+	var kept []*segment
+	var rows int64
+	held := 0
+	for i, s := range batch {
+		if v, ok := first[s.ready.Partition]; ok && s.ready.Start > v {
+			held++
+			continue
+		}
+		kept = append(kept, s)
+		keptFiles = append(keptFiles, files[i])
+		rows += files[i].Count()
+	}
+	if held > 0 {
+		log.Info("upsert segments wait for an earlier segment of their Kafka partition", "held", held)
+	}
+	return keptFiles, kept, rows
 }
