@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/walfile"
@@ -164,5 +165,36 @@ func deleteFiles(t *testing.T, tbl *table.Table) func(func(iceberg.DataFile) boo
 				}
 			}
 		}
+	}
+}
+
+// TestUpsertCountsAnOlderRangeFromAnotherWAL: after a rebalance between
+// pods, a segment of the old owner appended after the new owner's later
+// offsets is counted and logged as out of order (no row is lost), while
+// interleaved segments of one WAL directory for different table
+// partitions are not.
+func TestUpsertCountsAnOlderRangeFromAnotherWAL(t *testing.T) {
+	e := newEnv(t, sqliteCatalog(t.TempDir()))
+	upsertOrders(e)
+	oldOwner, newOwner := e.walDir("old"), e.walDir("new")
+	cOld, cNew := newCommitter(t, e.config(oldOwner)), newCommitter(t, e.config(newOwner))
+	e.commitOffset("orders", 0, 20)
+	// One WAL directory, two segments of partition 0 with interleaved
+	// offsets (they would be of two table partitions), appended apart.
+	e.writeSegment(newOwner, "orders", 0, 10, orderRows("a", 3, "new"), true)
+	runPass(t, cNew)
+	e.writeSegment(newOwner, "orders", 0, 11, orderRows("b", 2, "new"), true)
+	runPass(t, cNew)
+	if n := testutil.ToFloat64(cNew.metrics.outOfOrder.WithLabelValues("orders")); n != 0 {
+		t.Fatalf("one WAL directory's own segments counted %g times out of order", n)
+	}
+	e.writeSegment(oldOwner, "orders", 0, 0, orderRows("a", 1, "old"), true)
+	runPass(t, cOld)
+	if n := testutil.ToFloat64(cOld.metrics.outOfOrder.WithLabelValues("orders")); n != 1 {
+		t.Fatalf("the old owner's earlier range counted %g times out of order, want 1", n)
+	}
+	got, _ := regions(t, e.table("orders"))
+	if len(got) != 5 {
+		t.Fatalf("table = %v, want all 5 keys", got)
 	}
 }
