@@ -39,6 +39,9 @@ type compactionPlan struct {
 	files  int   // input files
 	bytes  int64 // input bytes, which the step reads and writes again
 	small  int   // files under half the target before the step
+	// deleted is the rows the groups' deletes removed, which their
+	// compacted files no longer hold.
+	deleted int64
 	// handoffs is the number of the dataset's hand-off notes that were
 	// still waiting for the committer, so that no group was planned.
 	handoffs int
@@ -92,12 +95,8 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]co
 	byLevel := map[int][]table.FileScanTask{}
 	for _, t := range tasks {
 		size := t.File.FileSizeBytes()
-		if size >= target/2 || tables.HasDeletes(t) {
-			// Big enough, or with deletes: a file with deletes could
-			// only be replaced together with its delete files, which
-			// this step does not do, and the committer drops a group
-			// with such a file (tables.ApplyHandoff).
-			continue
+		if size >= target/2 {
+			continue // big enough; its deletes wait for deleteDebt
 		}
 		p.small++
 		l := level(size, target, fanIn)
@@ -190,7 +189,7 @@ func (m *Maintainer) planIdle(tbl *table.Table, tasks []table.FileScanTask, plan
 		switch {
 		case inGroup[t.File.FilePath()]:
 			p.busy = true
-		case t.File.FileSizeBytes() < target/2 && !tables.HasDeletes(t):
+		case t.File.FileSizeBytes() < target/2:
 			p.small = append(p.small, t)
 		}
 	}
@@ -368,7 +367,12 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 		}
 		done = append(done, c)
 	}
-	h := walfile.Handoff{ID: uuid.New(), Dataset: d, TableUUID: tbl.Metadata().TableUUID(), Written: time.Now().UTC()}
+	// The snapshot the groups were planned and read at: tbl, loaded
+	// above, whose files the scan read with the deletes committed up to
+	// it. Not a later load: a delete committed in between would count
+	// as held by the compacted files and be lost (tables.ApplyHandoff).
+	h := walfile.Handoff{ID: uuid.New(), Dataset: d, TableUUID: tbl.Metadata().TableUUID(), Written: time.Now().UTC(),
+		ReadSequence: tbl.CurrentSnapshot().SequenceNumber}
 	for _, c := range done {
 		part, err := tables.EncodePartition(c.added.Partition())
 		if err != nil {
@@ -392,6 +396,7 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 		p.groups++
 		p.files += len(c.old)
 		p.bytes += c.bytes
+		p.deleted += c.deleted
 	}
 	return p, nil
 }

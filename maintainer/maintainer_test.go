@@ -162,6 +162,7 @@ func commitHandoffs(t *testing.T, cfg *config.Config, beforeCommit func(attempt 
 		sum.Dropped += res.Dropped
 		sum.DroppedForDeletes += res.DroppedForDeletes
 		sum.DroppedFiles = append(sum.DroppedFiles, res.DroppedFiles...)
+		sum.DeleteFilesRemoved += res.DeleteFilesRemoved
 		sum.Attempts += res.Attempts
 		if err := os.Remove(n.Path); err != nil {
 			t.Fatal(err)

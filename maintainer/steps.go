@@ -89,7 +89,8 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 			m.metrics.runs.WithLabelValues(d.Name, stepCompact).Inc()
 			m.metrics.rewrittenBytes.WithLabelValues(d.Name).Add(float64(plan.bytes))
 			m.metrics.rewrittenFiles.WithLabelValues(d.Name).Add(float64(plan.files))
-			log.Info("compacted small files; the committer commits their replace", "groups", plan.groups, "files", plan.files, "bytes", plan.bytes)
+			m.metrics.deletesApplied.WithLabelValues(d.Name).Add(float64(plan.deleted))
+			log.Info("compacted files; the committer commits their replace", "groups", plan.groups, "files", plan.files, "bytes", plan.bytes, "deleted_rows", plan.deleted)
 			// Dying here: the hand-off note is written; the committer
 			// applies it whether or not this process lives.
 			failpoint.Hit(failpoint.MaintainerAfterCompact)
