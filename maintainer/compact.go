@@ -75,13 +75,15 @@ type compactionGroup struct {
 	idle bool
 }
 
-// planCompaction plans the small-file compaction of tbl, per partition
+// planCompaction plans the compaction of tbl: first the partitions whose
+// delete files pay for a rewrite whole (planDeleteHeavy), then the small
+// files per partition
 // and level: a level with fanIn files or more in a partition is bin-packed
 // toward the target size, each bin one group, one output file. A
 // partition that has received no file for maintenance.idleCompactionMinutes
 // and has no such group gets an idle merge instead (planIdle). It returns
 // no group while no partition has fanIn files of one level or is idle.
-func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]compactionGroup, compactionPlan, error) {
+func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table, files *tables.TableFiles) ([]compactionGroup, compactionPlan, error) {
 	var p compactionPlan
 	fanIn := m.cfg.Maintenance.CompactionFanIn
 	if fanIn < 2 || tbl.CurrentSnapshot() == nil {
@@ -92,13 +94,32 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]co
 		return nil, p, fmt.Errorf("plan files: %w", err)
 	}
 	target := targetFileSize(tbl)
+	// First the partitions whose deletes pay for a rewrite whole
+	// (deletedebt.go); their files are in no other group.
+	heavy, err := heavyPartitions(files, fanIn)
+	if err != nil {
+		return nil, p, err
+	}
+	groups, err := planDeleteHeavy(tasks, heavy, target, maxCompactGroups)
+	if err != nil {
+		return nil, p, err
+	}
+	inWhole := map[string]bool{}
+	for _, g := range groups {
+		for _, t := range g.Tasks {
+			inWhole[t.File.FilePath()] = true
+		}
+	}
 	byLevel := map[int][]table.FileScanTask{}
 	for _, t := range tasks {
 		size := t.File.FileSizeBytes()
 		if size >= target/2 {
-			continue // big enough; its deletes wait for deleteDebt
+			continue // big enough
 		}
 		p.small++
+		if inWhole[t.File.FilePath()] {
+			continue
+		}
 		l := level(size, target, fanIn)
 		byLevel[l] = append(byLevel[l], t)
 	}
@@ -110,7 +131,6 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]co
 		DeleteFileThreshold: math.MaxInt32,
 		PackingLookback:     compaction.DefaultPackingLookback,
 	}
-	var groups []compactionGroup
 	for l := 0; len(groups) < maxCompactGroups && l <= 64; l++ {
 		if len(byLevel[l]) < fanIn {
 			continue
@@ -175,7 +195,7 @@ func (m *Maintainer) planIdle(tbl *table.Table, tasks []table.FileScanTask, plan
 	parts := map[string]*partition{}
 	var keys []string
 	for _, t := range tasks {
-		key, err := partitionKey(t.File)
+		key, err := tables.PartitionOf(t.File)
 		if err != nil {
 			return nil, err
 		}
@@ -254,15 +274,6 @@ func isIdleOutput(f iceberg.DataFile) bool {
 	return strings.HasPrefix(path.Base(f.FilePath()), IdleCompactedPrefix)
 }
 
-// partitionKey tells the partitions of a table apart, across its specs.
-func partitionKey(f iceberg.DataFile) (string, error) {
-	part, err := tables.EncodePartition(f.Partition())
-	if err != nil {
-		return "", fmt.Errorf("partition of %s: %w", f.FilePath(), err)
-	}
-	return fmt.Sprintf("%d/%s", f.SpecID(), part), nil
-}
-
 // addTimes returns a function giving the time a live file was added at
 // the latest: the commit time of the kept snapshot with the smallest
 // sequence number at or above the file's data sequence number. That is
@@ -328,7 +339,11 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 	if err != nil {
 		return p, fmt.Errorf("reload table: %w", err)
 	}
-	groups, p, err := m.planCompaction(ctx, tbl)
+	files, err := tables.ReadTableFiles(ctx, tbl)
+	if err != nil {
+		return p, err
+	}
+	groups, p, err := m.planCompaction(ctx, tbl, files)
 	if err != nil || len(groups) == 0 {
 		return p, err
 	}

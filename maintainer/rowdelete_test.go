@@ -330,6 +330,11 @@ func TestCompactionAppliesDeletes(t *testing.T) {
 	if res.Applied == 0 || res.Dropped != 0 {
 		t.Fatalf("hand-off result %+v, want its groups applied", res)
 	}
+	// The pass saw the table before the committer applied its replace:
+	// three delete files in its one partition, deleting three rows.
+	if st := m.Status().Datasets["events"]; st.DeleteFiles == nil || *st.DeleteFiles != 3 || *st.PartitionDeleteFiles != 3 || *st.DeletedRows != 3 {
+		t.Errorf("status after the pass %+v, want 3 delete files, 3 in the partition, 3 deleted rows", st)
+	}
 	tbl := loadTable(t, cfg)
 	gotNotes, gotCount := rowsByID(t, tbl)
 	if !maps.Equal(gotNotes, wantNotes) || !maps.Equal(gotCount, wantCount) {
@@ -351,6 +356,10 @@ func TestCompactionAppliesDeletes(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.metrics.deletesApplied.WithLabelValues("events")); got != 3 {
 		t.Errorf("ingestor_maintainer_deletes_applied_total %v, want 3 (ids 4, 10 and the old 16)", got)
+	}
+	m.pass(context.Background())
+	if got := testutil.ToFloat64(m.metrics.deleteFiles.WithLabelValues("events")); got != 0 {
+		t.Errorf("ingestor_maintainer_delete_files %v at the next pass, want 0", got)
 	}
 }
 

@@ -250,6 +250,37 @@ func (tf *TableFiles) DeletesSince(ctx context.Context, read int64, paths []stri
 // them in the replace that rewrites those files changes no row; keeping
 // them makes every later read check them.
 func (tf *TableFiles) Dead(ctx context.Context, rewritten map[string]bool, added []FileEntry) ([]iceberg.DataFile, error) {
+	out, err := tf.DeadEquality(rewritten, added)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range tf.Deletes {
+		if d.File.ContentType() != iceberg.EntryContentPosDeletes {
+			continue
+		}
+		targets, err := tf.Targets(ctx, d.File)
+		if err != nil {
+			return nil, err
+		}
+		live := false
+		for _, t := range targets {
+			if _, ok := tf.Data[t]; ok && !rewritten[t] {
+				live = true
+				break
+			}
+		}
+		if !live {
+			out = append(out, d.File)
+		}
+	}
+	return out, nil
+}
+
+// DeadEquality returns the equality deletes that apply to no live data
+// file once the files at rewritten are replaced by added: those whose
+// partition (every partition, for an unpartitioned spec's) keeps no data
+// file with a smaller data sequence number. It reads no file.
+func (tf *TableFiles) DeadEquality(rewritten map[string]bool, added []FileEntry) ([]iceberg.DataFile, error) {
 	survey := compaction.NewSurvivorSurvey()
 	for p, e := range tf.Data {
 		if rewritten[p] {
@@ -261,33 +292,12 @@ func (tf *TableFiles) Dead(ctx context.Context, rewritten map[string]bool, added
 		survey.AddSurvivorWithSpec(e.File.SpecID(), e.File.Partition(), e.Seq)
 	}
 	var eq []iceberg.ManifestEntry
-	var out []iceberg.DataFile
 	for _, d := range tf.Deletes {
-		switch d.File.ContentType() {
-		case iceberg.EntryContentEqDeletes:
+		if d.File.ContentType() == iceberg.EntryContentEqDeletes {
 			eq = append(eq, d.entry)
-		case iceberg.EntryContentPosDeletes:
-			targets, err := tf.Targets(ctx, d.File)
-			if err != nil {
-				return nil, err
-			}
-			live := false
-			for _, t := range targets {
-				if _, ok := tf.Data[t]; ok && !rewritten[t] {
-					live = true
-					break
-				}
-			}
-			if !live {
-				out = append(out, d.File)
-			}
 		}
 	}
-	deadEq, err := compaction.DecideDeadEqualityDeletesWithSpecs(survey, eq, specLookup{tf.meta})
-	if err != nil {
-		return nil, err
-	}
-	return append(out, deadEq...), nil
+	return compaction.DecideDeadEqualityDeletesWithSpecs(survey, eq, specLookup{tf.meta})
 }
 
 // specLookup gives the compaction package the table's specs by id.
