@@ -39,6 +39,11 @@
 //     (tables.ApplyHandoff), which changes no row, and removes the
 //     delete files that apply to nothing once the group's files are
 //     replaced.
+//   - resolves the delete debt (deletedebt.go): a partition with more
+//     live delete files than the fan-in, or whose deletes remove more
+//     than a tenth of its rows, is compacted whole, its big files
+//     included, so that its equality deletes apply to nothing afterwards
+//     and leave in the replace.
 //   - deletes orphans (orphans.go), hourly: objects under the table's
 //     location that no metadata refers to, older than
 //     maintenance.orphanAgeHours. The listing comes first, then
