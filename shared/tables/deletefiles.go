@@ -254,8 +254,18 @@ func (tf *TableFiles) Dead(ctx context.Context, rewritten map[string]bool, added
 	if err != nil {
 		return nil, err
 	}
+	// A position delete dies with its data files: only those of the
+	// partitions the replace rewrites are looked at, which spares the
+	// reads of the others' files (one without a referenced data file is
+	// read to learn its targets).
+	parts := map[string]bool{}
+	for p := range rewritten {
+		if e, ok := tf.Data[p]; ok {
+			parts[e.Partition] = true
+		}
+	}
 	for _, d := range tf.Deletes {
-		if d.File.ContentType() != iceberg.EntryContentPosDeletes {
+		if d.File.ContentType() != iceberg.EntryContentPosDeletes || !parts[d.Partition] {
 			continue
 		}
 		targets, err := tf.Targets(ctx, d.File)
