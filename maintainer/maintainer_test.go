@@ -100,7 +100,7 @@ func closeCat(cat catalog.Catalog) {
 	}
 }
 
-func loadTable(t *testing.T, cfg *config.Config) *table.Table {
+func loadTable(t testing.TB, cfg *config.Config) *table.Table {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := tables.OpenCatalog(ctx, cfg.Catalog)

@@ -56,7 +56,7 @@ func idsBut(deleted int64) []int64 {
 
 // openTable is the dataset's table through a catalog that stays open
 // until the test ends, so that a transaction on it can commit.
-func openTable(t *testing.T, cfg *config.Config) *table.Table {
+func openTable(t testing.TB, cfg *config.Config) *table.Table {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := tables.OpenCatalog(ctx, cfg.Catalog)
@@ -147,7 +147,7 @@ func deleteFiles(t *testing.T, cfg *config.Config) (pos, eq int) {
 // id for the same keys, in one row-delta snapshot, so that the delete
 // removes the older versions and not the new ones (an equality delete
 // applies only to files with a smaller data sequence number).
-func upsert(t *testing.T, cfg *config.Config, ids ...int64) {
+func upsert(t testing.TB, cfg *config.Config, ids ...int64) {
 	t.Helper()
 	ctx := context.Background()
 	tbl := openTable(t, cfg)
