@@ -39,6 +39,9 @@ type compactionPlan struct {
 	files  int   // input files
 	bytes  int64 // input bytes, which the step reads and writes again
 	small  int   // files under half the target before the step
+	// deleted is the rows the groups' deletes removed, which their
+	// compacted files no longer hold.
+	deleted int64
 	// handoffs is the number of the dataset's hand-off notes that were
 	// still waiting for the committer, so that no group was planned.
 	handoffs int
@@ -72,13 +75,15 @@ type compactionGroup struct {
 	idle bool
 }
 
-// planCompaction plans the small-file compaction of tbl, per partition
+// planCompaction plans the compaction of tbl: first the partitions whose
+// delete files pay for a rewrite whole (planDeleteHeavy), then the small
+// files per partition
 // and level: a level with fanIn files or more in a partition is bin-packed
 // toward the target size, each bin one group, one output file. A
 // partition that has received no file for maintenance.idleCompactionMinutes
 // and has no such group gets an idle merge instead (planIdle). It returns
 // no group while no partition has fanIn files of one level or is idle.
-func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]compactionGroup, compactionPlan, error) {
+func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table, files *tables.TableFiles) ([]compactionGroup, compactionPlan, error) {
 	var p compactionPlan
 	fanIn := m.cfg.Maintenance.CompactionFanIn
 	if fanIn < 2 || tbl.CurrentSnapshot() == nil {
@@ -89,17 +94,32 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]co
 		return nil, p, fmt.Errorf("plan files: %w", err)
 	}
 	target := targetFileSize(tbl)
+	// First the partitions whose deletes pay for a rewrite whole
+	// (deletedebt.go); their files are in no other group.
+	heavy, err := heavyPartitions(files, fanIn)
+	if err != nil {
+		return nil, p, err
+	}
+	groups, err := planDeleteHeavy(tasks, heavy, target, maxCompactGroups)
+	if err != nil {
+		return nil, p, err
+	}
+	inWhole := map[string]bool{}
+	for _, g := range groups {
+		for _, t := range g.Tasks {
+			inWhole[t.File.FilePath()] = true
+		}
+	}
 	byLevel := map[int][]table.FileScanTask{}
 	for _, t := range tasks {
 		size := t.File.FileSizeBytes()
-		if size >= target/2 || tables.HasDeletes(t) {
-			// Big enough, or with deletes: a file with deletes could
-			// only be replaced together with its delete files, which
-			// this step does not do, and the committer drops a group
-			// with such a file (tables.ApplyHandoff).
-			continue
+		if size >= target/2 {
+			continue // big enough
 		}
 		p.small++
+		if inWhole[t.File.FilePath()] {
+			continue
+		}
 		l := level(size, target, fanIn)
 		byLevel[l] = append(byLevel[l], t)
 	}
@@ -111,7 +131,6 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table) ([]co
 		DeleteFileThreshold: math.MaxInt32,
 		PackingLookback:     compaction.DefaultPackingLookback,
 	}
-	var groups []compactionGroup
 	for l := 0; len(groups) < maxCompactGroups && l <= 64; l++ {
 		if len(byLevel[l]) < fanIn {
 			continue
@@ -176,7 +195,7 @@ func (m *Maintainer) planIdle(tbl *table.Table, tasks []table.FileScanTask, plan
 	parts := map[string]*partition{}
 	var keys []string
 	for _, t := range tasks {
-		key, err := partitionKey(t.File)
+		key, err := tables.PartitionOf(t.File)
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +209,7 @@ func (m *Maintainer) planIdle(tbl *table.Table, tasks []table.FileScanTask, plan
 		switch {
 		case inGroup[t.File.FilePath()]:
 			p.busy = true
-		case t.File.FileSizeBytes() < target/2 && !tables.HasDeletes(t):
+		case t.File.FileSizeBytes() < target/2:
 			p.small = append(p.small, t)
 		}
 	}
@@ -253,15 +272,6 @@ func idleGroup(small []table.FileScanTask, target int64, fanIn int) []table.File
 // isIdleOutput reports whether f was written by an idle merge.
 func isIdleOutput(f iceberg.DataFile) bool {
 	return strings.HasPrefix(path.Base(f.FilePath()), IdleCompactedPrefix)
-}
-
-// partitionKey tells the partitions of a table apart, across its specs.
-func partitionKey(f iceberg.DataFile) (string, error) {
-	part, err := tables.EncodePartition(f.Partition())
-	if err != nil {
-		return "", fmt.Errorf("partition of %s: %w", f.FilePath(), err)
-	}
-	return fmt.Sprintf("%d/%s", f.SpecID(), part), nil
 }
 
 // addTimes returns a function giving the time a live file was added at
@@ -329,7 +339,11 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 	if err != nil {
 		return p, fmt.Errorf("reload table: %w", err)
 	}
-	groups, p, err := m.planCompaction(ctx, tbl)
+	files, err := tables.ReadTableFiles(ctx, tbl)
+	if err != nil {
+		return p, err
+	}
+	groups, p, err := m.planCompaction(ctx, tbl, files)
 	if err != nil || len(groups) == 0 {
 		return p, err
 	}
@@ -368,7 +382,12 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 		}
 		done = append(done, c)
 	}
-	h := walfile.Handoff{ID: uuid.New(), Dataset: d, TableUUID: tbl.Metadata().TableUUID(), Written: time.Now().UTC()}
+	// The snapshot the groups were planned and read at: tbl, loaded
+	// above, whose files the scan read with the deletes committed up to
+	// it. Not a later load: a delete committed in between would count
+	// as held by the compacted files and be lost (tables.ApplyHandoff).
+	h := walfile.Handoff{ID: uuid.New(), Dataset: d, TableUUID: tbl.Metadata().TableUUID(), Written: time.Now().UTC(),
+		ReadSequence: tbl.CurrentSnapshot().SequenceNumber}
 	for _, c := range done {
 		part, err := tables.EncodePartition(c.added.Partition())
 		if err != nil {
@@ -392,6 +411,7 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 		p.groups++
 		p.files += len(c.old)
 		p.bytes += c.bytes
+		p.deleted += c.deleted
 	}
 	return p, nil
 }

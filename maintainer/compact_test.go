@@ -52,7 +52,7 @@ datasets:
 
 // appendNotes makes one append of the ids, each with a random 64-character
 // note, and returns the appended file's size.
-func appendNotes(t *testing.T, cfg *config.Config, ids []int64) int64 {
+func appendNotes(t testing.TB, cfg *config.Config, ids []int64) int64 {
 	t.Helper()
 	buf := make([]byte, 32)
 	next := appendFile(t, cfg, []arrow.Field{
@@ -73,7 +73,7 @@ func appendNotes(t *testing.T, cfg *config.Config, ids []int64) int64 {
 // appendFile commits one append of n rows of the columns fields, each
 // row filled by fill, into the first dataset's table, as another writer
 // of the table would; it returns the table after the commit.
-func appendFile(t *testing.T, cfg *config.Config, fields []arrow.Field, n int, fill func(b *array.RecordBuilder, i int)) *table.Table {
+func appendFile(t testing.TB, cfg *config.Config, fields []arrow.Field, n int, fill func(b *array.RecordBuilder, i int)) *table.Table {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := tables.OpenCatalog(ctx, cfg.Catalog)

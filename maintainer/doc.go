@@ -27,16 +27,23 @@
 //     merge. A partition that has received no file for
 //     maintenance.idleCompactionMinutes has its small files merged into
 //     one whatever the fan-in (an idle merge, compacted-idle-*.parquet),
-//     at most once per byte unless the merge lifts it a level. Files
-//     with deletes are never compacted. Each group's file is written by rewrite.go: the group's files
-//     read once (a small one in one request, wholeread.go), their rows
-//     written with the consumer's Parquet settings (shared/parquetfmt)
+//     at most once per byte unless the merge lifts it a level. Each
+//     group's file is written by rewrite.go: the group's files read
+//     once (a small one in one request, wholeread.go) with the deletes
+//     that apply to them, their live rows written with the consumer's Parquet settings (shared/parquetfmt)
 //     and the table schema's field ids, as one sorted
 //     run in the table's sort order where it has one. The maintainer
 //     does not commit them: it leaves a hand-off note
 //     (walfile.Handoff) in the WAL directory, and the committer commits
 //     one replace snapshot of all groups right after its next append
-//     (tables.ApplyHandoff), which changes no row.
+//     (tables.ApplyHandoff), which changes no row, and removes the
+//     delete files that apply to nothing once the group's files are
+//     replaced.
+//   - resolves the delete debt (deletedebt.go): a partition with more
+//     live delete files than the fan-in, or whose deletes remove more
+//     than a tenth of its rows, is compacted whole, its big files
+//     included, so that its equality deletes apply to nothing afterwards
+//     and leave in the replace.
 //   - deletes orphans (orphans.go), hourly: objects under the table's
 //     location that no metadata refers to, older than
 //     maintenance.orphanAgeHours. The listing comes first, then
@@ -84,8 +91,12 @@
 // its own append, so the two never race, and an append never waits for
 // it. No step adds or removes a row, so nothing can be lost or doubled by
 // a conflict; a hand-off whose inputs another writer replaced first, or
-// deleted rows of (a position or equality delete, a deletion vector), is
-// dropped, never applied on top: its file still holds the deleted rows.
+// deleted rows of by position (a position delete, a deletion vector)
+// after the maintainer read them, is dropped, never applied on top: its
+// file still holds the deleted rows. An equality delete committed after
+// the read keeps applying to the compacted file, which takes the read
+// snapshot's data sequence number (the reasoning is on
+// tables.ApplyHandoff).
 //
 // Exactly once. After expiry, the snapshot summaries that named a
 // committed segment are gone; after compaction (by another engine, on

@@ -100,7 +100,7 @@ func closeCat(cat catalog.Catalog) {
 	}
 }
 
-func loadTable(t *testing.T, cfg *config.Config) *table.Table {
+func loadTable(t testing.TB, cfg *config.Config) *table.Table {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := tables.OpenCatalog(ctx, cfg.Catalog)
@@ -162,6 +162,7 @@ func commitHandoffs(t *testing.T, cfg *config.Config, beforeCommit func(attempt 
 		sum.Dropped += res.Dropped
 		sum.DroppedForDeletes += res.DroppedForDeletes
 		sum.DroppedFiles = append(sum.DroppedFiles, res.DroppedFiles...)
+		sum.DeleteFilesRemoved += res.DeleteFilesRemoved
 		sum.Attempts += res.Attempts
 		if err := os.Remove(n.Path); err != nil {
 			t.Fatal(err)

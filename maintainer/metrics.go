@@ -45,6 +45,15 @@ type metrics struct {
 	// versions deleted (metadatafiles.go).
 	metadataDeleted      *prometheus.CounterVec
 	metadataDeletedBytes *prometheus.CounterVec
+	// deletesApplied is the rows compaction left out of its files because
+	// a delete removed them (deletedebt.go).
+	deletesApplied *prometheus.CounterVec
+	// deleteFiles, partitionDeleteFiles and deletedRows are the table's
+	// delete debt after the last pass: its live delete files, the most
+	// of them in one partition, and the rows (or keys) they delete.
+	deleteFiles          *prometheus.GaugeVec
+	partitionDeleteFiles *prometheus.GaugeVec
+	deletedRows          *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -125,8 +134,24 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_maintainer_metadata_bytes_deleted_total",
 			Help: "Bytes of the old metadata.json versions deleted.",
 		}, []string{"dataset"}),
+		deletesApplied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_maintainer_deletes_applied_total",
+			Help: "Rows compaction left out of the files it wrote because a position delete, equality delete or deletion vector removed them: deletes resolved, which no read has to apply again.",
+		}, []string{"dataset"}),
+		deleteFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_delete_files",
+			Help: "Live delete files (position, equality, deletion vectors) in the table's current snapshot, after the last pass: each one is read by every scan of its partition.",
+		}, []string{"dataset"}),
+		partitionDeleteFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_partition_delete_files_max",
+			Help: "Live delete files of the partition that has the most, after the last pass; compaction rewrites a partition whole once it has more than a few.",
+		}, []string{"dataset"}),
+		deletedRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_maintainer_deleted_rows",
+			Help: "Records of the live delete files (rows of position deletes, keys of equality deletes), after the last pass: the rows reads have to remove.",
+		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.metadataDeleted, m.metadataDeletedBytes, m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.compactionsWaiting, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.orphansKept, m.expiredDeleted, m.leaseHeld} {
+	for _, c := range []prometheus.Collector{m.deletesApplied, m.deleteFiles, m.partitionDeleteFiles, m.deletedRows, m.metadataDeleted, m.metadataDeletedBytes, m.runs, m.failures, m.lastRun, m.expired, m.snapshots, m.metadataBytes, m.manifests, m.dataFiles, m.smallFiles, m.compactionsWaiting, m.rewrittenBytes, m.rewrittenFiles, m.orphanFiles, m.orphanBytes, m.orphansKept, m.expiredDeleted, m.leaseHeld} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register maintainer metrics: %w", err)
 		}
@@ -146,6 +171,7 @@ func (m *metrics) initDataset(name string) {
 		m.orphansKept.WithLabelValues(name, r)
 	}
 	m.metadataDeleted.WithLabelValues(name)
+	m.deletesApplied.WithLabelValues(name)
 	m.metadataDeletedBytes.WithLabelValues(name)
 	for _, s := range []string{stepExpire, stepManifests, stepCompact, stepOrphans, stepMetadata} {
 		m.runs.WithLabelValues(name, s)

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icewal/ingestor/shared/bloom"
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 // rowGroupRows is the row count at which a compacted file starts a new
@@ -48,9 +49,23 @@ type compacted struct {
 	schemaID, sortOrderID int
 	// sidecars are the bloom-filter sidecars written beside added.
 	sidecars []string
+	// deleted is the rows of old that their deletes removed, which added
+	// does not hold.
+	deleted int64
 }
 
-// compactGroup reads the group's files once and writes their rows into one
+// withDeletes reports whether a delete file applies to some of tasks.
+func withDeletes(tasks []table.FileScanTask) bool {
+	for _, t := range tasks {
+		if tables.HasDeletes(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// compactGroup reads the group's files once, with the deletes that apply
+// to them, and writes their live rows into one
 // new data file under the table's data location, with the consumer's
 // Parquet settings (parquetfmt) and the table schema's field ids, in the
 // table's sort order where it has one. Nothing is committed: the file is
@@ -89,7 +104,13 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup, bloo
 	if err != nil {
 		return c, err
 	}
-	// Small inputs are read in one request each (wholeread.go).
+	// Small inputs are read in one request each (wholeread.go). The scan
+	// applies the deletes the plan attached to each task. Measured
+	// (BenchmarkCompactGroup, 16 segments of 4,096 rows, 30 % of each
+	// segment's rows updating earlier keys): 145-230k input rows/s
+	// against 454k append-only, of which building the equality-delete
+	// sets takes about a third; reading the delete files here instead
+	// would save at most that, for a generic key comparison of our own.
 	_, records, err := wholeReads(tbl, sizes).Scan().ReadTasks(ctx, g.Tasks)
 	if err != nil {
 		return c, fmt.Errorf("read %d files: %w", len(g.Tasks), err)
@@ -128,10 +149,17 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup, bloo
 	}
 	// Dying here leaves a whole file no metadata refers to: an orphan,
 	// deleted by the orphan cleanup once it is old enough.
-	if written != rows {
+	//
+	// The scan applied the deletes the plan attached to each file
+	// (position deletes, equality deletes committed after it, deletion
+	// vectors), so the file holds the live rows only; the hand-off
+	// commits it with the read snapshot's sequence number, which keeps a
+	// later delete applying to it (tables.ApplyHandoff).
+	if written > rows || (written != rows && !withDeletes(g.Tasks)) {
 		_ = fs.Remove(location)
 		return c, fmt.Errorf("compaction of %d files read %d rows, their manifests say %d: nothing committed", len(g.Tasks), written, rows)
 	}
+	c.deleted = rows - written
 	df, err := table.DataFileFromMetadata(table.DataFileArgs{
 		Schema:          schema,
 		Spec:            *spec,

@@ -2,6 +2,7 @@ package maintainer
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/tables"
@@ -54,7 +56,7 @@ func idsBut(deleted int64) []int64 {
 
 // openTable is the dataset's table through a catalog that stays open
 // until the test ends, so that a transaction on it can commit.
-func openTable(t *testing.T, cfg *config.Config) *table.Table {
+func openTable(t testing.TB, cfg *config.Config) *table.Table {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := tables.OpenCatalog(ctx, cfg.Catalog)
@@ -140,11 +142,89 @@ func deleteFiles(t *testing.T, cfg *config.Config) (pos, eq int) {
 	return len(posFiles), len(eqFiles)
 }
 
-// Another engine deletes one row of a segment after the maintainer
-// planned and wrote the compaction of it, before the committer applies
-// the hand-off. The compacted file still holds the row: applying it would
-// bring the row back. The group is dropped; the deleted row stays deleted
-// and every other row is in the table once.
+// upsert commits new versions of the rows ids as the committer does for
+// an upsert dataset: a data file holding them and an equality delete on
+// id for the same keys, in one row-delta snapshot, so that the delete
+// removes the older versions and not the new ones (an equality delete
+// applies only to files with a smaller data sequence number).
+func upsert(t testing.TB, cfg *config.Config, ids ...int64) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := openTable(t, cfg)
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for _, id := range ids {
+		b.Field(0).(*array.Int64Builder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append("updated")
+	}
+	rec := b.NewRecordBatch()
+	var files []iceberg.DataFile
+	for df, err := range table.WriteRecords(ctx, tbl, sc, func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }) {
+		if err != nil {
+			t.Fatalf("write the new versions of %v: %v", ids, err)
+		}
+		files = append(files, df)
+	}
+	field, _ := tbl.Schema().FindFieldByName("id")
+	keySchema, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, field), nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb := array.NewInt64Builder(memory.DefaultAllocator)
+	defer kb.Release()
+	kb.AppendValues(ids, nil)
+	col := kb.NewArray()
+	defer col.Release()
+	keys := array.NewRecordBatch(keySchema, []arrow.Array{col}, int64(len(ids)))
+	defer keys.Release()
+	tx := tbl.NewTransaction()
+	deletes, err := tx.WriteEqualityDeletes(ctx, []int{field.ID}, func(yield func(arrow.RecordBatch, error) bool) { yield(keys, nil) })
+	if err != nil {
+		t.Fatalf("write the equality delete of %v: %v", ids, err)
+	}
+	if err := tx.NewRowDelta(nil).AddRows(files...).AddDeletes(deletes...).Commit(ctx); err != nil {
+		t.Fatalf("stage the upsert of %v: %v", ids, err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatalf("commit the upsert of %v: %v", ids, err)
+	}
+}
+
+// rowsByID scans the table: each id with its note, and how often it
+// reads.
+func rowsByID(t *testing.T, tbl *table.Table) (notes map[int64]string, count map[int64]int) {
+	t.Helper()
+	at, err := tbl.Scan().ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	defer at.Release()
+	notes, count = map[int64]string{}, map[int64]int{}
+	tr := array.NewTableReader(at, 0)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		idc, nc := rec.Column(0).(*array.Int64), rec.Column(1).(*array.String)
+		for i := range idc.Len() {
+			notes[idc.Value(i)] = nc.Value(i)
+			count[idc.Value(i)]++
+		}
+	}
+	return notes, count
+}
+
+// A delete that lands after the maintainer read a group's files, before
+// the committer applies the hand-off, is one the compacted file does not
+// hold. An equality delete (another engine's, or the ingestor's committer
+// upserting a key of the group) still applies to the compacted file,
+// which takes the read snapshot's data sequence number: the group is
+// applied and the row stays deleted. A position delete cannot follow its
+// row into the compacted file: the group is dropped, and the row stays
+// deleted in its segment. Never does the deleted row read again.
 func TestCompactionNeverResurrectsADeletedRow(t *testing.T) {
 	cases := []struct {
 		name string
@@ -153,16 +233,20 @@ func TestCompactionNeverResurrectsADeletedRow(t *testing.T) {
 		// the replace and its first commit instead of before the apply.
 		del      func(t *testing.T, cfg *config.Config, id int64)
 		inFlight bool
-		// wantPos and wantEq are the delete files the delete leaves
-		// applying to the segments: what makes the case the one it says.
+		// applied: the group is committed; else it is dropped, for its
+		// deletes unless control.
+		applied bool
+		// wantPos and wantEq are the delete files applying after the
+		// apply: the delete the group does not hold stays.
 		wantPos, wantEq int
 		// control is the case that drops the group for a file no
 		// longer live, not for its deletes.
 		control bool
 	}{
-		{name: "merge-on-read position delete", mode: table.WriteModeMergeOnRead, del: deleteRow, wantPos: 1},
-		{name: "equality delete", mode: table.WriteModeMergeOnRead, del: deleteRowByEquality, wantEq: 1},
+		{name: "position delete after the read", mode: table.WriteModeMergeOnRead, del: deleteRow, wantPos: 1},
 		{name: "position delete during the replace", mode: table.WriteModeMergeOnRead, del: deleteRow, inFlight: true, wantPos: 1},
+		{name: "equality delete after the read", mode: table.WriteModeMergeOnRead, del: deleteRowByEquality, applied: true, wantEq: 1},
+		{name: "equality delete during the replace", mode: table.WriteModeMergeOnRead, del: deleteRowByEquality, inFlight: true, applied: true, wantEq: 1},
 		// The control: the segment is rewritten without the row, so the
 		// input is no longer live, which was always checked.
 		{name: "copy-on-write delete", mode: table.WriteModeCopyOnWrite, del: deleteRow, control: true},
@@ -179,11 +263,6 @@ func TestCompactionNeverResurrectsADeletedRow(t *testing.T) {
 				}
 			} else {
 				tc.del(t, cfg, deletedID)
-			}
-			if !tc.inFlight {
-				if pos, eq := deleteFiles(t, cfg); pos != tc.wantPos || eq != tc.wantEq {
-					t.Fatalf("the delete left %d position and %d equality delete files applying, want %d and %d", pos, eq, tc.wantPos, tc.wantEq)
-				}
 				if got, want := ids(t, loadTable(t, cfg)), idsBut(deletedID); !slices.Equal(got, want) {
 					t.Fatalf("ids after the delete %v, want %v", got, want)
 				}
@@ -191,81 +270,106 @@ func TestCompactionNeverResurrectsADeletedRow(t *testing.T) {
 
 			res := commitHandoffs(t, cfg, before)
 
-			if res.Applied != 0 || res.Dropped != 1 || !slices.Equal(res.DroppedFiles, []string{note.Groups[0].File}) {
+			compacted := note.Groups[0].File
+			switch {
+			case tc.applied:
+				if res.Applied != 1 || res.Dropped != 0 {
+					t.Errorf("hand-off result %+v, want its one group applied", res)
+				}
+			case res.Applied != 0 || res.Dropped != 1 || !slices.Equal(res.DroppedFiles, []string{compacted}):
 				t.Errorf("hand-off result %+v, want its one group dropped", res)
-			}
-			if want := map[bool]int{false: 1, true: 0}[tc.control]; res.DroppedForDeletes != want {
-				t.Errorf("groups dropped for their deletes %d, want %d", res.DroppedForDeletes, want)
+			case res.DroppedForDeletes != map[bool]int{false: 1, true: 0}[tc.control]:
+				t.Errorf("groups dropped for their deletes %d, want %d", res.DroppedForDeletes, map[bool]int{false: 1, true: 0}[tc.control])
 			}
 			tbl := loadTable(t, cfg)
 			if got, want := ids(t, tbl), idsBut(deletedID); !slices.Equal(got, want) {
 				t.Errorf("ids after the committer applied the hand-off %v, want %v (id %d deleted)", got, want, deletedID)
 			}
+			live := false
 			for _, f := range liveFiles(t, tbl) {
-				if f.FilePath() == note.Groups[0].File {
-					t.Errorf("the compacted file %s, which holds the deleted row, is live", f.FilePath())
-				}
+				live = live || f.FilePath() == compacted
 			}
-			if tc.inFlight {
-				if pos, eq := deleteFiles(t, cfg); pos != 1 || eq != 0 {
-					t.Errorf("the delete during the replace left %d position and %d equality delete files applying, want 1 and 0", pos, eq)
+			if live != tc.applied {
+				t.Errorf("compacted file live %v, want %v", live, tc.applied)
+			}
+			if !tc.control {
+				if pos, eq := deleteFiles(t, cfg); pos != tc.wantPos || eq != tc.wantEq {
+					t.Errorf("%d position and %d equality delete files applying after the apply, want %d and %d", pos, eq, tc.wantPos, tc.wantEq)
 				}
 			}
 		})
 	}
 }
 
-// The planner leaves files with deletes out of its groups: the compacted
-// file would carry the deleted rows, or a newer data sequence number than
-// an equality delete. Here an equality delete applies to one of nine
-// files (the others' statistics rule the id out); the eight others are
-// compacted, and the row stays deleted.
-func TestCompactionPlansNoFileWithDeletes(t *testing.T) {
+// Compaction applies the deletes of the files it rewrites: the compacted
+// file holds the live rows only, the delete files that applied only to
+// its inputs leave the table in the same replace, and a scan reads
+// exactly the rows it read before, each once. Here another engine's
+// position delete (id 4) and equality delete (id 10), and an upsert of
+// id 16 (a new version and an equality delete on its key in one
+// snapshot), all land before the pass.
+func TestCompactionAppliesDeletes(t *testing.T) {
 	dir := t.TempDir()
-	cfg := wideConfig(dir, sqliteCatalog(t, dir), nil)
+	cfg := wideConfig(dir, sqliteCatalog(t, dir), map[string]string{table.WriteDeleteModeKey: table.WriteModeMergeOnRead})
 	cfg.Maintenance.CompactionFanIn = 8
-	for i := range int64(9) {
+	for i := range int64(8) {
 		appendNotes(t, cfg, []int64{3 * i, 3*i + 1, 3*i + 2})
 	}
-	deleteRowByEquality(t, cfg, deletedID)
-	tasks, err := loadTable(t, cfg).Scan().PlanFiles(context.Background())
+	deleteRow(t, cfg, 4)
+	deleteRowByEquality(t, cfg, 10)
+	upsert(t, cfg, 16)
+	if pos, eq := deleteFiles(t, cfg); pos != 1 || eq != 2 {
+		t.Fatalf("%d position and %d equality delete files applying before the pass, want 1 and 2", pos, eq)
+	}
+	wantNotes, wantCount := rowsByID(t, loadTable(t, cfg))
+	if len(wantNotes) != 22 || wantNotes[16] != "updated" || wantCount[16] != 1 {
+		t.Fatalf("before the pass the table reads %d ids, id 16 %q x%d; want 22, the update once", len(wantNotes), wantNotes[16], wantCount[16])
+	}
+	m, _ := newMaintainer(t, cfg)
+	res := passAndCommit(t, m, cfg)
+	if res.Applied == 0 || res.Dropped != 0 {
+		t.Fatalf("hand-off result %+v, want its groups applied", res)
+	}
+	// The pass saw the table before the committer applied its replace:
+	// three delete files in its one partition, deleting three rows.
+	if st := m.Status().Datasets["events"]; st.DeleteFiles == nil || *st.DeleteFiles != 3 || *st.PartitionDeleteFiles != 3 || *st.DeletedRows != 3 {
+		t.Errorf("status after the pass %+v, want 3 delete files, 3 in the partition, 3 deleted rows", st)
+	}
+	tbl := loadTable(t, cfg)
+	gotNotes, gotCount := rowsByID(t, tbl)
+	if !maps.Equal(gotNotes, wantNotes) || !maps.Equal(gotCount, wantCount) {
+		t.Errorf("after compaction the table reads %v (counts %v), want %v (counts %v)", gotNotes, gotCount, wantNotes, wantCount)
+	}
+	if pos, eq := deleteFiles(t, cfg); pos != 0 || eq != 0 {
+		t.Errorf("%d position and %d equality delete files applying after compaction, want none", pos, eq)
+	}
+	var rows int64
+	files := liveFiles(t, tbl)
+	for _, f := range files {
+		rows += f.Count()
+	}
+	if rows != 22 || len(files) != 1 {
+		t.Errorf("%d data files of %d rows after compaction, want one of the 22 live rows", len(files), rows)
+	}
+	if n := deleteFileEntries(t, tbl); n != 0 {
+		t.Errorf("%d delete files left in the table's manifests, want none", n)
+	}
+	if got := testutil.ToFloat64(m.metrics.deletesApplied.WithLabelValues("events")); got != 3 {
+		t.Errorf("ingestor_maintainer_deletes_applied_total %v, want 3 (ids 4, 10 and the old 16)", got)
+	}
+	m.pass(context.Background())
+	if got := testutil.ToFloat64(m.metrics.deleteFiles.WithLabelValues("events")); got != 0 {
+		t.Errorf("ingestor_maintainer_delete_files %v at the next pass, want 0", got)
+	}
+}
+
+// deleteFileEntries counts the live delete files in the current snapshot's
+// manifests, whether or not a scan attaches them to a data file.
+func deleteFileEntries(t *testing.T, tbl *table.Table) int {
+	t.Helper()
+	files, err := tables.ReadTableFiles(context.Background(), tbl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	withDeletes := map[string]bool{}
-	for _, task := range tasks {
-		if len(task.EqualityDeleteFiles) > 0 {
-			withDeletes[task.File.FilePath()] = true
-		}
-	}
-	if len(withDeletes) != 1 {
-		t.Fatalf("%d files with an equality delete applying, want 1", len(withDeletes))
-	}
-	m, _ := newMaintainer(t, cfg)
-	m.pass(context.Background())
-	notes, _, err := walfile.ListHandoffs(m.dir, "events")
-	if err != nil || len(notes) != 1 || len(notes[0].Groups) != 1 {
-		t.Fatalf("hand-offs %+v (err %v), want one group", notes, err)
-	}
-	g := notes[0].Groups[0]
-	for _, p := range g.Replaced {
-		if withDeletes[p] {
-			t.Errorf("the group replaces %s, which has a delete file", p)
-		}
-	}
-	if len(g.Replaced) != 8 {
-		t.Errorf("the group replaces %d files, want the 8 without deletes", len(g.Replaced))
-	}
-	if res := commitHandoffs(t, cfg, nil); res.Applied != 1 {
-		t.Errorf("hand-off result %+v, want the group applied", res)
-	}
-	want := make([]int64, 0, 26)
-	for id := range int64(27) {
-		if id != deletedID {
-			want = append(want, id)
-		}
-	}
-	if got := ids(t, loadTable(t, cfg)); !slices.Equal(got, want) {
-		t.Errorf("ids %v, want %v", got, want)
-	}
+	return len(files.Deletes)
 }

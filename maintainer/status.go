@@ -46,8 +46,9 @@ func (p *passState) note(cfg *config.Config, dataset, step string, at time.Time,
 }
 
 // Status reports, per dataset, the table's health after the last pass
-// (snapshots kept, metadata.json bytes, data manifests and data files of
-// the current snapshot), and for each step its last success and its last
+// (snapshots kept, metadata.json bytes, data manifests, data files and
+// delete files of the current snapshot, the rows compaction removed for
+// their deletes), and for each step its last success and its last
 // error, kept after later successes with its time.
 func (m *Maintainer) Status() rolestatus.Maintainer {
 	snapshots := pmetrics.SumBy(pmetrics.Read(m.metrics.snapshots), "dataset")
@@ -58,6 +59,10 @@ func (m *Maintainer) Status() rolestatus.Maintainer {
 	waiting := pmetrics.SumBy(pmetrics.Read(m.metrics.compactionsWaiting), "dataset")
 	rewrittenBytes := pmetrics.SumBy(pmetrics.Read(m.metrics.rewrittenBytes), "dataset")
 	expired := pmetrics.SumBy(pmetrics.Read(m.metrics.expired), "dataset")
+	deleteFiles := pmetrics.SumBy(pmetrics.Read(m.metrics.deleteFiles), "dataset")
+	partitionDeleteFiles := pmetrics.SumBy(pmetrics.Read(m.metrics.partitionDeleteFiles), "dataset")
+	deletedRows := pmetrics.SumBy(pmetrics.Read(m.metrics.deletedRows), "dataset")
+	deletesApplied := pmetrics.SumBy(pmetrics.Read(m.metrics.deletesApplied), "dataset")
 	m.state.mu.Lock()
 	defer m.state.mu.Unlock()
 	now := m.now()
@@ -67,13 +72,17 @@ func (m *Maintainer) Status() rolestatus.Maintainer {
 			Table:            d.Table,
 			SnapshotsExpired: expired[d.Name],
 			// A gauge no pass has set yet is left out.
-			Snapshots:          gauge(snapshots, d.Name),
-			MetadataBytes:      gauge(metadataBytes, d.Name),
-			Manifests:          gauge(manifests, d.Name),
-			DataFiles:          gauge(dataFiles, d.Name),
-			SmallFiles:         gauge(smallFiles, d.Name),
-			CompactionsWaiting: gauge(waiting, d.Name),
-			RewrittenBytes:     gauge(rewrittenBytes, d.Name),
+			Snapshots:            gauge(snapshots, d.Name),
+			MetadataBytes:        gauge(metadataBytes, d.Name),
+			Manifests:            gauge(manifests, d.Name),
+			DataFiles:            gauge(dataFiles, d.Name),
+			SmallFiles:           gauge(smallFiles, d.Name),
+			CompactionsWaiting:   gauge(waiting, d.Name),
+			RewrittenBytes:       gauge(rewrittenBytes, d.Name),
+			DeleteFiles:          gauge(deleteFiles, d.Name),
+			PartitionDeleteFiles: gauge(partitionDeleteFiles, d.Name),
+			DeletedRows:          gauge(deletedRows, d.Name),
+			DeletesApplied:       gauge(deletesApplied, d.Name),
 		}
 		for step, o := range m.state.last[d.Name] {
 			s := &rolestatus.StepOutcome{}

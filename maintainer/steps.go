@@ -89,7 +89,8 @@ func (m *Maintainer) upkeep(ctx context.Context, d config.Dataset) {
 			m.metrics.runs.WithLabelValues(d.Name, stepCompact).Inc()
 			m.metrics.rewrittenBytes.WithLabelValues(d.Name).Add(float64(plan.bytes))
 			m.metrics.rewrittenFiles.WithLabelValues(d.Name).Add(float64(plan.files))
-			log.Info("compacted small files; the committer commits their replace", "groups", plan.groups, "files", plan.files, "bytes", plan.bytes)
+			m.metrics.deletesApplied.WithLabelValues(d.Name).Add(float64(plan.deleted))
+			log.Info("compacted files; the committer commits their replace", "groups", plan.groups, "files", plan.files, "bytes", plan.bytes, "deleted_rows", plan.deleted)
 			// Dying here: the hand-off note is written; the committer
 			// applies it whether or not this process lives.
 			failpoint.Hit(failpoint.MaintainerAfterCompact)
@@ -294,7 +295,8 @@ func (m *Maintainer) dataManifests(ctx context.Context, tbl *table.Table) int {
 }
 
 // observe records the table's health in the metrics: snapshots kept,
-// metadata.json size, manifests and data files of the current snapshot.
+// metadata.json size, manifests, data files and delete files of the
+// current snapshot.
 // It reads the table as it is now, not as the pass left it: the committer
 // commits between the steps, and deletes the metadata.json versions beyond
 // write.metadata.previous-versions-max, the one tbl names among them once
@@ -311,6 +313,14 @@ func (m *Maintainer) observe(ctx context.Context, log *slog.Logger, dataset stri
 		if n, err := strconv.ParseInt(s.Summary.Properties["total-data-files"], 10, 64); err == nil {
 			m.metrics.dataFiles.WithLabelValues(dataset).Set(float64(n))
 		}
+	}
+	if files, err := tables.ReadTableFiles(ctx, tbl); err != nil {
+		log.Warn("count the table's delete files", "err", err)
+	} else {
+		debt := files.DeleteDebt()
+		m.metrics.deleteFiles.WithLabelValues(dataset).Set(float64(debt.Files()))
+		m.metrics.partitionDeleteFiles.WithLabelValues(dataset).Set(float64(debt.MaxPartitionFiles))
+		m.metrics.deletedRows.WithLabelValues(dataset).Set(float64(debt.DeletedRecords))
 	}
 	size, err := objectSize(ctx, tbl, tbl.MetadataLocation())
 	if err != nil {

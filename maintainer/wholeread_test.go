@@ -8,6 +8,8 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 // readWriteIO is a file IO that reads whole objects and writes.
@@ -81,7 +83,11 @@ func TestCompactionReadsEachSmallFileInOneRequest(t *testing.T) {
 	}
 	m, _ := newMaintainer(t, cfg)
 	tbl := loadTable(t, cfg)
-	groups, _, err := m.planCompaction(context.Background(), tbl)
+	files, err := tables.ReadTableFiles(context.Background(), tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, _, err := m.planCompaction(context.Background(), tbl, files)
 	if err != nil || len(groups) != 1 || len(groups[0].Tasks) != 6 {
 		t.Fatalf("plan: %d groups, %v; want one of the 6 files", len(groups), err)
 	}

@@ -201,6 +201,10 @@ func renderDataset(w io.Writer, r *Report, d Dataset) {
 		}
 		fmt.Fprintf(w, "  table      %s snapshots   metadata.json %s   %s manifests   %s data files (%s small)   %s expired   %s rewritten\n",
 			optNum(u.Snapshots), meta, optNum(u.Manifests), optNum(u.DataFiles), optNum(u.SmallFiles), optNum(u.SnapshotsExpired), rewritten)
+		if u.DeleteFiles != nil && (*u.DeleteFiles > 0 || (u.DeletesApplied != nil && *u.DeletesApplied > 0)) {
+			fmt.Fprintf(w, "             %s delete files (at most %s in a partition) deleting %s rows; %s deleted rows resolved by compaction\n",
+				num(*u.DeleteFiles), optNum(u.PartitionDeleteFiles), optNum(u.DeletedRows), optNum(u.DeletesApplied))
+		}
 		if u.CompactionsWaiting != nil && *u.CompactionsWaiting > 0 {
 			fmt.Fprintf(w, "             %s compaction(s) written, waiting for the committer's replace\n", num(*u.CompactionsWaiting))
 		}

@@ -45,6 +45,7 @@ func goldenReport() *Report {
 					Step: "commit outcome unknown; the next interval checks the table", Error: "commit 2 files to web.clicks:\n  context deadline exceeded"},
 				Upkeep: &Upkeep{Snapshots: ptr(181.0), MetadataBytes: ptr(412345.0), Manifests: ptr(12.0), DataFiles: ptr(340.0),
 					SmallFiles: ptr(37.0), SnapshotsExpired: ptr(4139.0), RewrittenBytes: ptr(1.5e9),
+					DeleteFiles: ptr(14.0), PartitionDeleteFiles: ptr(3.0), DeletedRows: ptr(2210.0), DeletesApplied: ptr(98000.0),
 					StepFailures: map[string]float64{"compact": 2}},
 			},
 			{

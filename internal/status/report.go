@@ -165,6 +165,16 @@ type Upkeep struct {
 	// RewrittenBytes counts the bytes compaction rewrote since the
 	// maintainer started: the write amplification's numerator.
 	RewrittenBytes *float64 `json:"rewritten_bytes"`
+	// DeleteFiles is the number of live delete files (position, equality,
+	// deletion vectors), PartitionDeleteFiles those of the partition with
+	// the most, DeletedRows their records: what every read applies until
+	// compaction resolves them. DeletesApplied counts the rows compaction
+	// left out of its files for their deletes since the maintainer
+	// started.
+	DeleteFiles          *float64 `json:"delete_files"`
+	PartitionDeleteFiles *float64 `json:"partition_delete_files_max"`
+	DeletedRows          *float64 `json:"deleted_rows"`
+	DeletesApplied       *float64 `json:"deletes_applied"`
 	// StepFailures counts the failed upkeep steps since the maintainer
 	// started, by step.
 	StepFailures map[string]float64 `json:"step_failures"`
@@ -502,14 +512,18 @@ func (c *Collector) build(cur, prev map[string]*probe, now time.Time) *Report {
 func upkeepView(mnt *probe, match map[string]string) *Upkeep {
 	u := &Upkeep{StepFailures: map[string]float64{}}
 	for name, dst := range map[string]**float64{
-		"ingestor_maintainer_snapshots":               &u.Snapshots,
-		"ingestor_maintainer_metadata_bytes":          &u.MetadataBytes,
-		"ingestor_maintainer_manifests":               &u.Manifests,
-		"ingestor_maintainer_data_files":              &u.DataFiles,
-		"ingestor_maintainer_snapshots_expired_total": &u.SnapshotsExpired,
-		"ingestor_maintainer_small_files":             &u.SmallFiles,
-		"ingestor_maintainer_compactions_waiting":     &u.CompactionsWaiting,
-		"ingestor_maintainer_rewritten_bytes_total":   &u.RewrittenBytes,
+		"ingestor_maintainer_snapshots":                  &u.Snapshots,
+		"ingestor_maintainer_metadata_bytes":             &u.MetadataBytes,
+		"ingestor_maintainer_manifests":                  &u.Manifests,
+		"ingestor_maintainer_data_files":                 &u.DataFiles,
+		"ingestor_maintainer_snapshots_expired_total":    &u.SnapshotsExpired,
+		"ingestor_maintainer_small_files":                &u.SmallFiles,
+		"ingestor_maintainer_compactions_waiting":        &u.CompactionsWaiting,
+		"ingestor_maintainer_rewritten_bytes_total":      &u.RewrittenBytes,
+		"ingestor_maintainer_delete_files":               &u.DeleteFiles,
+		"ingestor_maintainer_partition_delete_files_max": &u.PartitionDeleteFiles,
+		"ingestor_maintainer_deleted_rows":               &u.DeletedRows,
+		"ingestor_maintainer_deletes_applied_total":      &u.DeletesApplied,
 	} {
 		if v, ok := mnt.metrics.sum(name, match); ok {
 			*dst = ptr(v)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 // Column is one field of the schema, nested fields included: Name is the
@@ -58,11 +60,17 @@ type Description struct {
 	Rows      int64 `json:"rows"`
 	// LastCommit is the current snapshot, nil for a table never written.
 	LastCommit *Snapshot `json:"last_commit,omitempty"`
+	// Deletes are the current snapshot's live delete files (position,
+	// equality, deletion vectors), in all and per partition: what every
+	// read applies until compaction resolves them. Nil for a table never
+	// written.
+	Deletes *tables.DeleteDebt `json:"deletes,omitempty"`
 }
 
 // Describe reads the table metadata. The totals come from the current
 // snapshot's summary; a summary without them (another engine may leave
-// them out) costs a listing of the current snapshot's files.
+// them out) costs a listing of the current snapshot's files. The delete
+// files come from the current snapshot's manifests.
 func (v *View) Describe(ctx context.Context) (*Description, error) {
 	md := v.tbl.Metadata()
 	sc := v.tbl.Schema()
@@ -116,6 +124,14 @@ func (v *View) Describe(ctx context.Context) (*Description, error) {
 		}
 	}
 	d.DataFiles, d.Bytes, d.Rows = files, size, rows
+	// The delete files are in no summary total another engine keeps
+	// reliably: they cost a read of the manifests.
+	tf, err := tables.ReadTableFiles(ctx, v.tbl)
+	if err != nil {
+		return nil, err
+	}
+	debt := tf.DeleteDebt()
+	d.Deletes = &debt
 	return d, nil
 }
 

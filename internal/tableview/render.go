@@ -26,6 +26,10 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// maxDebtPartitions bounds the partitions with delete files the text
+// description lists.
+const maxDebtPartitions = 10
+
 // WriteDescription writes d as text or JSON.
 func WriteDescription(w io.Writer, d *Description, format string) error {
 	if format == FormatJSON {
@@ -40,6 +44,11 @@ func WriteDescription(w io.Writer, d *Description, format string) error {
 	fmt.Fprintf(tw, "data files\t%d\n", d.DataFiles)
 	fmt.Fprintf(tw, "bytes\t%s (%d)\n", inspect.FormatBytes(d.Bytes), d.Bytes)
 	fmt.Fprintf(tw, "rows\t%d\n", d.Rows)
+	if x := d.Deletes; x != nil {
+		fmt.Fprintf(tw, "delete files\t%d (%d position, %d equality, %d deletion vectors), at most %d in a partition\n",
+			x.Files(), x.PositionFiles, x.EqualityFiles, x.DeletionVectors, x.MaxPartitionFiles)
+		fmt.Fprintf(tw, "deleted records\t%d\n", x.DeletedRecords)
+	}
 	if c := d.LastCommit; c != nil {
 		fmt.Fprintf(tw, "last commit\t%d at %s, %s by %s\n", c.ID, c.Time.Format(time.RFC3339), c.Operation, c.By)
 	} else {
@@ -79,6 +88,22 @@ func WriteDescription(w io.Writer, d *Description, format string) error {
 		fmt.Fprintln(tw, "  SOURCE\tTRANSFORM\tDIRECTION\tNULLS")
 		for _, s := range d.SortOrder {
 			fmt.Fprintf(tw, "  %s (id %d)\t%s\t%s\t%s\n", s.Source, s.SourceID, s.Transform, s.Direction, s.NullOrder)
+		}
+		tw.Flush()
+	}
+
+	if x := d.Deletes; x != nil && len(x.Partitions) > 0 {
+		// The partitions with the most delete files: those compaction
+		// rewrites whole first. The JSON output lists them all.
+		fmt.Fprintln(w, "\npartitions with delete files (spec id/partition values by field id)")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PARTITION\tDELETE FILES\tDELETED RECORDS\tDATA FILES\tROWS")
+		for i, p := range x.Partitions {
+			if i == maxDebtPartitions {
+				fmt.Fprintf(tw, "  (%d more)\n", len(x.Partitions)-i)
+				break
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\n", p.Partition, p.DeleteFiles, p.DeletedRecords, p.DataFiles, p.Rows)
 		}
 		tw.Flush()
 	}

@@ -30,6 +30,16 @@ type MaintainerDataset struct {
 	// committer to commit their replace.
 	CompactionsWaiting *float64 `json:"compactions_waiting,omitempty"`
 	RewrittenBytes     *float64 `json:"rewritten_bytes,omitempty"`
+	// DeleteFiles is the live delete files of the current snapshot,
+	// PartitionDeleteFiles those of the partition with the most, and
+	// DeletedRows their records (rows of position deletes, keys of
+	// equality deletes): the delete debt every read pays until compaction
+	// resolves it. DeletesApplied counts the rows compaction left out of
+	// its files for their deletes since start.
+	DeleteFiles          *float64 `json:"delete_files,omitempty"`
+	PartitionDeleteFiles *float64 `json:"partition_delete_files_max,omitempty"`
+	DeletedRows          *float64 `json:"deleted_rows,omitempty"`
+	DeletesApplied       *float64 `json:"deletes_applied,omitempty"`
 	// The last outcome of each step of a pass; absent until it ran.
 	LastLoad      *StepOutcome `json:"last_load,omitempty"`
 	LastExpire    *StepOutcome `json:"last_expire,omitempty"`

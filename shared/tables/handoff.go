@@ -47,16 +47,21 @@ type HandoffResult struct {
 	Applied, AlreadyIn int
 	// Dropped groups can never be applied: some file they replace is no
 	// longer live (another writer compacted it, or rewrote it for a
-	// copy-on-write delete) or has gained a delete file (a merge-on-read
-	// delete: the compacted file still holds the deleted rows), or the
-	// table was recreated. Their compacted files are referred to by
+	// copy-on-write delete) or has gained a position delete or deletion
+	// vector since the maintainer read it (the compacted file still holds
+	// the deleted rows, and the delete cannot follow them), or the table
+	// was recreated. Their compacted files are referred to by
 	// nothing and are left to the orphan cleanup, which deletes them once
 	// they are older than its safety margin; DroppedFiles names them.
 	Dropped      int
 	DroppedFiles []string
 	// DroppedForDeletes counts the dropped groups some of whose files
-	// have a delete file.
+	// have a delete the compacted file does not hold.
 	DroppedForDeletes int
+	// DeleteFilesRemoved is the delete files the replace removed: they
+	// applied only to the files it replaced, whose compacted files hold
+	// their rows no more.
+	DeleteFilesRemoved int
 	// Rows and Bytes are the applied groups' rows and replaced bytes.
 	Rows, Bytes int64
 	// Attempts is the number of catalog commits tried.
@@ -64,27 +69,50 @@ type HandoffResult struct {
 }
 
 // ApplyHandoff commits the hand-off h on tbl as one replace snapshot that
-// deletes each group's replaced files and adds its compacted file: a
+// deletes each group's replaced files and adds its compacted file, and
+// removes the delete files that then apply to no live data file: a
 // metadata-only commit that changes no row. Groups already applied (their
-// file live, or a kept snapshot naming h) and groups that can never be
-// (a replaced file no longer live, or with a delete file) are left out of
-// it. A conflict with another writer is redone on the reloaded table, up
-// to a few times, and every check is made again on it; an error leaves
-// the hand-off to a later call, which decides again from the table.
-// beforeCommit, when set, runs before each catalog commit (tests).
+// file live, or a kept snapshot naming h) and groups that can never be (a
+// replaced file no longer live, or with a delete the compacted file does
+// not hold) are left out of it. A conflict with another writer is redone
+// on the reloaded table, up to a few times, and every check is made again
+// on it; an error leaves the hand-off to a later call, which decides again
+// from the table. beforeCommit, when set, runs before each catalog commit
+// (tests).
 //
-// Row-level deletes. The compacted file holds every row its inputs held
-// when the maintainer read them. An input that has a delete file now
-// (position delete, equality delete or deletion vector, committed by
-// another engine since the planning, or before it by a planner that did
-// not skip it) is no valid input: replacing it would drop a position
-// delete's or deletion vector's target and give the rows a newer data
-// sequence number than an equality delete's, so the deleted rows would
-// read again. Such a group is dropped; its rows stay in its inputs, with
-// their deletes. A delete committed after the check and before the
-// commit changes the table's current snapshot, so the commit fails its
-// requirement (or iceberg-go's check for new deletes on rewritten files)
-// as a conflict, and the check is made again on the reloaded table.
+// Row-level deletes and data sequence numbers. The maintainer read each
+// group's files at the snapshot with sequence number h.ReadSequence (S),
+// applying the deletes committed up to S, and wrote only the rows they
+// left (maintainer/rewrite.go). Which delete applies to which file:
+//
+//   - a position delete or deletion vector names its data file's path,
+//     and applies to no other file: once its file is replaced, it
+//     deletes nothing;
+//   - an equality delete applies to the data files of its partition (or
+//     of every partition, if unpartitioned) with a smaller data sequence
+//     number.
+//
+// The compacted files are committed with S as their data sequence
+// number, not the replace snapshot's. So an equality delete committed up
+// to S (sequence <= S) does not apply to them, which is right only
+// because its rows are already gone from them; and one committed after S
+// (the ingestor's committer appends one for a key of the group while the
+// maintainer reads, or another engine does) still applies to them as it
+// applied to their inputs: nothing of it is lost, and the group is kept.
+// Had they taken the replace's own, newer number, such an equality delete
+// would no longer apply and its rows would read again.
+//
+// A position delete or deletion vector committed after S for a replaced
+// file cannot follow its rows into the compacted file: the group is
+// dropped (DroppedForDeletes), its rows stay in its inputs with their
+// deletes, and a later pass compacts them again with the delete applied.
+// A delete committed after this check and before the commit changes the
+// table's current snapshot, so the commit fails its requirement as a
+// conflict, and the check is made again on the reloaded table.
+//
+// A note without ReadSequence (written before compaction applied
+// deletes) planned no file with a delete: any delete on its files, of
+// any kind, drops the group, and its files take the replace's number.
 //
 // It returns the table after the commit, or tbl when it committed nothing.
 // When it returns without error the note can be deleted.
@@ -104,25 +132,36 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 			res.AlreadyIn = len(h.Groups)
 			return tbl, res, nil
 		}
-		live, withDeletes, err := liveDataFiles(ctx, tbl)
+		files, err := ReadTableFiles(ctx, tbl)
 		if err != nil {
 			return tbl, res, err
 		}
+		live := map[string]iceberg.DataFile{}
+		for p, e := range files.Data {
+			live[p] = e.File
+		}
 		var apply []walfile.HandoffGroup
 		for _, g := range h.Groups {
-			switch {
-			case live[g.File] != nil:
+			if live[g.File] != nil {
 				res.AlreadyIn++
-			case !allLive(live, g.Replaced):
+				continue
+			}
+			if !allLive(live, g.Replaced) {
 				res.Dropped++
 				res.DroppedFiles = append(res.DroppedFiles, g.File)
-			case anyIn(withDeletes, g.Replaced):
+				continue
+			}
+			since, err := files.DeletesSince(ctx, h.ReadSequence, g.Replaced, h.ReadSequence == 0)
+			if err != nil {
+				return tbl, res, err
+			}
+			if len(since) > 0 {
 				res.Dropped++
 				res.DroppedForDeletes++
 				res.DroppedFiles = append(res.DroppedFiles, g.File)
-			default:
-				apply = append(apply, g)
+				continue
 			}
+			apply = append(apply, g)
 		}
 		if len(apply) == 0 {
 			return tbl, res, nil
@@ -130,6 +169,16 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 		tx := tbl.NewTransaction()
 		staged := 0
 		rw := tx.NewRewrite(iceberg.Properties{SummaryUpkeep: UpkeepCompaction, SummaryHandoff: h.ID.String()})
+		// The data sequence number the compacted files take: S, or for
+		// an old note the replace snapshot's own.
+		seq := h.ReadSequence
+		if seq > 0 {
+			rw.DataSequenceNumber(seq)
+		} else if snap := tbl.CurrentSnapshot(); snap != nil {
+			seq = snap.SequenceNumber + 1
+		}
+		rewritten := map[string]bool{}
+		var addedFiles []FileEntry
 		for _, g := range apply {
 			df := added[g.File]
 			if df == nil {
@@ -149,8 +198,10 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 			old := make([]iceberg.DataFile, len(g.Replaced))
 			for i, p := range g.Replaced {
 				old[i] = live[p]
+				rewritten[p] = true
 			}
 			rw.ApplyResult(table.CompactionGroupResult{OldDataFiles: old, NewDataFiles: []iceberg.DataFile{df}, BytesBefore: g.ReplacedBytes})
+			addedFiles = append(addedFiles, FileEntry{File: df, Seq: seq})
 			res.Applied++
 			res.Rows += g.Rows
 			res.Bytes += g.ReplacedBytes
@@ -158,6 +209,17 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 		}
 		if staged == 0 {
 			return tbl, res, nil
+		}
+		// The delete files the replace leaves applying to nothing go in
+		// the same snapshot: a position delete whose files it replaces,
+		// an equality delete whose partition keeps no older file.
+		dead, err := files.Dead(ctx, rewritten, addedFiles)
+		if err != nil {
+			return tbl, res, fmt.Errorf("find the delete files the replace leaves unused: %w", err)
+		}
+		if len(dead) > 0 {
+			rw.ApplyResult(table.CompactionGroupResult{SafePosDeletes: dead})
+			res.DeleteFilesRemoved = len(dead)
 		}
 		if err := rw.Commit(ctx); err != nil {
 			return tbl, res, fmt.Errorf("stage the replace of %d compacted files: %w", len(apply), err)
@@ -194,40 +256,11 @@ func handoffCommitted(tbl *table.Table, h walfile.Handoff) bool {
 	return false
 }
 
-// liveDataFiles returns the data files of tbl's current snapshot by path,
-// and the paths of those a delete file applies to.
-func liveDataFiles(ctx context.Context, tbl *table.Table) (live map[string]iceberg.DataFile, withDeletes map[string]bool, err error) {
-	live, withDeletes = map[string]iceberg.DataFile{}, map[string]bool{}
-	if tbl.CurrentSnapshot() == nil {
-		return live, withDeletes, nil
-	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("plan files: %w", err)
-	}
-	for _, t := range tasks {
-		live[t.File.FilePath()] = t.File
-		if HasDeletes(t) {
-			withDeletes[t.File.FilePath()] = true
-		}
-	}
-	return live, withDeletes, nil
-}
-
 // HasDeletes reports whether a delete file of any kind applies to the
 // task's data file: a compaction that reads it without applying them may
 // not replace it.
 func HasDeletes(t table.FileScanTask) bool {
 	return len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) > 0
-}
-
-func anyIn(set map[string]bool, paths []string) bool {
-	for _, p := range paths {
-		if set[p] {
-			return true
-		}
-	}
-	return false
 }
 
 func allLive(live map[string]iceberg.DataFile, paths []string) bool {

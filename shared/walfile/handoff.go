@@ -41,6 +41,13 @@ type Handoff struct {
 	Written time.Time `json:"written"`
 	// Groups are the compacted files, each replacing its group's files.
 	Groups []HandoffGroup `json:"groups"`
+	// ReadSequence is the sequence number of the snapshot the groups'
+	// files were read at, with the deletes committed up to it applied:
+	// the compacted files are committed with it as their data sequence
+	// number, and a delete committed after it is one they do not hold
+	// (tables.ApplyHandoff). Zero in notes written before compaction
+	// applied deletes, whose groups read no file with a delete.
+	ReadSequence int64 `json:"readSequence,omitempty"`
 }
 
 // HandoffGroup is one compacted data file and the files it replaces.
@@ -49,8 +56,8 @@ type HandoffGroup struct {
 	Replaced []string `json:"replaced"`
 	// File is the compacted data file's location.
 	File string `json:"file"`
-	// Size is its size in bytes; Rows its row count, which equals the
-	// replaced files' together.
+	// Size is its size in bytes; Rows its row count: the replaced files'
+	// rows together less those their deletes removed.
 	Size int64 `json:"size"`
 	Rows int64 `json:"rows"`
 	// ReplacedBytes is the replaced files' size together: the bytes the

@@ -1,0 +1,127 @@
+package maintainer
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icewal/ingestor/shared/config"
+)
+
+// deleteIDs deletes the rows ids with one merge-on-read delete of another
+// engine: one position-delete file.
+func deleteIDs(t *testing.T, cfg *config.Config, ids ...int64) {
+	t.Helper()
+	lits := make([]int64, len(ids))
+	copy(lits, ids)
+	tx := openTable(t, cfg).NewTransaction()
+	if err := tx.Delete(context.Background(), iceberg.IsIn(iceberg.Reference("id"), lits...), nil); err != nil {
+		t.Fatalf("delete ids %v: %v", ids, err)
+	}
+	if _, err := tx.Commit(context.Background()); err != nil {
+		t.Fatalf("commit the delete of ids %v: %v", ids, err)
+	}
+}
+
+// A partition with more delete files than the fan-in, or whose deletes
+// remove more than a tenth of its rows, is compacted whole even where
+// the fan-in plans nothing (here: two files, or one, each at least half
+// the target size): afterwards the table reads the same rows, and no
+// delete file is left for reads to check. One delete of few rows leaves
+// the partition alone.
+func TestDeleteHeavyPartitionIsCompactedWhole(t *testing.T) {
+	cases := []struct {
+		name    string
+		appends [][]int64
+		del     func(t *testing.T, cfg *config.Config)
+		// deleted are the ids the deletes remove.
+		deleted []int64
+		// rewritten: the pass compacts the partition; else the delete
+		// files stay.
+		rewritten bool
+	}{
+		{
+			name:    "more delete files than the fan-in",
+			appends: [][]int64{seq(0, 12), seq(12, 24)},
+			del: func(t *testing.T, cfg *config.Config) {
+				for id := range int64(9) {
+					deleteRowByEquality(t, cfg, id*2)
+				}
+			},
+			deleted:   []int64{0, 2, 4, 6, 8, 10, 12, 14, 16},
+			rewritten: true,
+		},
+		{
+			name:      "a tenth of the rows deleted",
+			appends:   [][]int64{seq(0, 20)},
+			del:       func(t *testing.T, cfg *config.Config) { deleteIDs(t, cfg, 3, 7, 11) },
+			deleted:   []int64{3, 7, 11},
+			rewritten: true,
+		},
+		{
+			name:    "few deletes",
+			appends: [][]int64{seq(0, 40)},
+			del:     func(t *testing.T, cfg *config.Config) { deleteIDs(t, cfg, 5) },
+			deleted: []int64{5},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := wideConfig(dir, sqliteCatalog(t, dir), map[string]string{table.WriteDeleteModeKey: table.WriteModeMergeOnRead})
+			cfg.Maintenance.CompactionFanIn = 8
+			var smallest int64 = 1 << 62
+			for _, a := range tc.appends {
+				smallest = min(smallest, appendNotes(t, cfg, a))
+			}
+			// Every file at least half the target: the fan-in and the
+			// idle merge plan nothing.
+			setTarget(t, cfg, smallest)
+			tc.del(t, cfg)
+			var want []int64
+			for _, a := range tc.appends {
+				for _, id := range a {
+					if !slices.Contains(tc.deleted, id) {
+						want = append(want, id)
+					}
+				}
+			}
+			slices.Sort(want)
+			before := deleteFileEntries(t, loadTable(t, cfg))
+
+			m, _ := newMaintainer(t, cfg)
+			res := passAndCommit(t, m, cfg)
+
+			tbl := loadTable(t, cfg)
+			if got := ids(t, tbl); !slices.Equal(got, want) {
+				t.Errorf("ids after the pass %v, want %v", got, want)
+			}
+			after := deleteFileEntries(t, tbl)
+			switch {
+			case tc.rewritten && (res.Applied == 0 || after != 0):
+				t.Errorf("hand-off %+v; %d delete files left of %d, want the partition rewritten and none left", res, after, before)
+			case !tc.rewritten && (res.Applied != 0 || after != before):
+				t.Errorf("hand-off %+v; %d delete files left of %d, want the partition left as it was", res, after, before)
+			}
+			var rows int64
+			for _, f := range liveFiles(t, tbl) {
+				rows += f.Count()
+			}
+			if tc.rewritten && rows != int64(len(want)) {
+				t.Errorf("the data files hold %d rows, want the %d live ones only", rows, len(want))
+			}
+		})
+	}
+}
+
+// seq is the ids from up to to, to excluded.
+func seq(from, to int64) []int64 {
+	var out []int64
+	for id := from; id < to; id++ {
+		out = append(out, id)
+	}
+	return out
+}
