@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icewal/ingestor/internal/devenv"
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 // Health is a table's health at one checkpoint of a soak run: what grows
@@ -248,7 +249,9 @@ func (w *writeLedger) add(tbl *table.Table) {
 		}
 		w.seen[s.SnapshotID] = true
 		n, _ := strconv.ParseInt(s.Summary.Properties["added-files-size"], 10, 64)
-		if s.Summary.Operation == table.OpAppend {
+		// The committer's commits of upserts are row deltas (Iceberg's
+		// overwrites) that carry the dataset's name.
+		if s.Summary.Operation == table.OpAppend || s.Summary.Properties[tables.SummaryDataset] != "" {
 			w.appended += n
 		} else {
 			w.rewritten += n
