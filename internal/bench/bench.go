@@ -503,7 +503,7 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("load table: %w", err)
 	}
 	if b.soakState != nil {
-		if err := b.checkpoint(ctx, t0); err != nil {
+		if err := b.checkpoint(ctx, t0, true); err != nil {
 			return nil, err
 		}
 	}

@@ -348,3 +348,37 @@ func TestConfigYAMLUpserts(t *testing.T) {
 		}
 	}
 }
+
+// A soak's health counts the delete files of an upsert table by partition
+// and the rows they hold, and its full scan returns the live rows, the
+// deletes applied.
+func TestHealthCountsDeletes(t *testing.T) {
+	f := newUpsertFixture(t, 400)
+	f.writeLWW()
+	none := func(context.Context, string) ([]object, error) { return nil, nil }
+	h, err := tableHealth(context.Background(), f.tbl, none, tenantHour{tenant: "tenant-000", hour: time.Now().UTC().Truncate(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.score()
+	if h.DeleteFiles == 0 || h.EqualityDeleteFiles != s.eqDeleteFiles || h.PositionDeleteFiles != 0 || h.DeleteFiles != h.EqualityDeleteFiles {
+		t.Errorf("%d delete files (%d equality, %d position), the scorer counts %d equality", h.DeleteFiles, h.EqualityDeleteFiles, h.PositionDeleteFiles, s.eqDeleteFiles)
+	}
+	// Two row deltas, each with at most one equality-delete file per
+	// bucket of the key.
+	if h.DeleteFilesMaxPerPartition < 1 || h.DeleteFilesMaxPerPartition > 2 || h.DeleteFilesPerPartition < 1 || h.DeleteFilesPerPartition > 2 {
+		t.Errorf("%.1f delete files per partition, max %d; want 1 to 2", h.DeleteFilesPerPartition, h.DeleteFilesMaxPerPartition)
+	}
+	keys, _, _ := f.lastVersions(0, 200)
+	more, _, _ := f.lastVersions(200, 400)
+	if h.DeleteRows != int64(len(keys)+len(more)) {
+		t.Errorf("delete files hold %d rows, want the %d keys the two deltas touched", h.DeleteRows, len(keys)+len(more))
+	}
+	rows, _, err := fullScan(context.Background(), f.tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != f.ledger.liveKeys() {
+		t.Errorf("full scan read %d rows, want the %d live keys", rows, f.ledger.liveKeys())
+	}
+}
