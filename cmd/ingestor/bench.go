@@ -38,7 +38,7 @@ func runBench(args []string) int {
 	fs.IntVar(&o.SoakCheckpoints, "soak-checkpoints", soak.SoakCheckpoints, "soak run: checkpoints besides the one at the end")
 	fs.Float64Var(&o.Upserts, "upserts", 0, "upsert run: this share of the events (for example 0.3) update the key of an earlier event and a tenth of those delete it; "+
 		"the dataset keeps one row per key (the event id, also the Kafka key) and the table is scored against the last-write-wins state of what was produced")
-	fs.BoolVar(&o.UpsertTombstones, "upsert-tombstones", false, "upsert run: send every other delete as a Kafka tombstone (a key and a null value) instead of a value whose op is d")
+	fs.BoolVar(&o.UpsertTombstones, "upsert-tombstones", o.UpsertTombstones, "upsert run: send every other delete as a Kafka tombstone (a key and a null value) instead of a value whose op is d (false: every delete by op)")
 	fs.BoolVar(&o.ForeignTable, "foreign-table", false, "create the table as another engine would, keeping old metadata.json versions (write.metadata.delete-after-commit.enabled false, write.metadata.previous-versions-max 100)")
 	maintenance := fs.Bool("maintenance", true, "write maintenance.enabled into the configuration (only when given)")
 	fs.Float64Var(&o.MaintenanceIntervalSeconds, "maintenance-interval-seconds", 0, fmt.Sprintf("maintenance.intervalSeconds, written with --maintenance=true (soak run: %gs unless given)", soak.MaintenanceIntervalSeconds))

@@ -79,7 +79,7 @@ type Options struct {
 	Upserts float64
 	// UpsertTombstones sends every other delete of an upsert run as a
 	// Kafka tombstone (the key and a null value) instead of a value whose
-	// op is d.
+	// op is d, so that a run scores both ways of deleting.
 	UpsertTombstones bool
 	// ForeignTable creates the table with Iceberg's own defaults for
 	// old metadata.json versions (kept: write.metadata.delete-after-commit.enabled
@@ -109,6 +109,7 @@ func DefaultOptions() Options {
 		MaxFileAgeMinutes:     0.5,
 		CommitIntervalSeconds: 10,
 		Timeout:               30 * time.Minute,
+		UpsertTombstones:      true,
 	}
 }
 
