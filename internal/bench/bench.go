@@ -542,6 +542,9 @@ func (b *runner) tableRows(ctx context.Context) int64 {
 		return 0
 	}
 	n, _ := strconv.ParseInt(s.Summary.Properties["total-records"], 10, 64)
+	if b.lww != nil {
+		n = max(n, committedRecords(tbl))
+	}
 	return n
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icewal/ingestor/internal/devenv"
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 // upsertBuckets is the number of buckets of the key that partition the
@@ -304,6 +306,24 @@ func (s *upsertScore) result(l *lwwLedger) *UpsertResult {
 		EqualityDeleteFiles: s.eqDeleteFiles, PositionDeleteFiles: s.posDeleteFiles, DeleteFileRows: s.deletedRows,
 		FullScanSeconds: round(s.scan.Seconds(), 3),
 	}
+}
+
+// committedRecords adds up the records the dataset's commits added, as
+// their snapshots' summaries say: every record of an upsert run is a row
+// of the file its commit adds, deletes and superseded versions included,
+// so this reaches the events produced when all are in, whereas the
+// table's total-records falls as upkeep applies the deletes. Snapshots
+// that expiry removed are missed.
+func committedRecords(tbl *table.Table) int64 {
+	var n int64
+	for _, snap := range tbl.Metadata().Snapshots() {
+		if snap.Summary == nil || snap.Summary.Properties[tables.SummaryDataset] != dataset {
+			continue
+		}
+		added, _ := strconv.ParseInt(snap.Summary.Properties["added-records"], 10, 64)
+		n += added
+	}
+	return n
 }
 
 // upsertPayload is the record of event seq of an upsert run: keyed by the

@@ -170,8 +170,8 @@ func (f *upsertFixture) commit(rows []upsertRow, deleteKeys []int64) {
 // writeLWW commits the last-write-wins state of the events in two row
 // deltas, as a committer would: the first half's last versions, then the
 // second half's, whose equality deletes remove the first half's rows of
-// the keys it touches.
-func (f *upsertFixture) writeLWW() {
+// the keys it touches. It returns the rows the two added.
+func (f *upsertFixture) writeLWW() (n int64) {
 	half := f.events / 2
 	for _, span := range [][2]int64{{0, half}, {half, f.events}} {
 		keys, last, deleted := f.lastVersions(span[0], span[1])
@@ -182,7 +182,9 @@ func (f *upsertFixture) writeLWW() {
 			}
 		}
 		f.commit(rows, keys)
+		n += int64(len(rows))
 	}
+	return n
 }
 
 func (f *upsertFixture) score() *upsertScore {
@@ -201,8 +203,13 @@ func (f *upsertFixture) score() *upsertScore {
 func TestScoreUpserts(t *testing.T) {
 	const events = 400
 	good := newUpsertFixture(t, events)
-	good.writeLWW()
+	written := good.writeLWW()
 	s := good.score()
+	// The bench waits for the records its commits added, which the
+	// deletes do not take back.
+	if got := committedRecords(good.tbl); got != written || written <= s.rows {
+		t.Errorf("the commits added %d records by their summaries, want %d (more than the %d live)", got, written, s.rows)
+	}
 	live := good.ledger.liveKeys()
 	if !s.ok() || s.expected != live || s.found != live || s.rows != live {
 		t.Fatalf("last-write-wins table: ok %t, expected %d found %d in %d rows (live %d); missing %d extra %d duplicated %d stale %d wrong tenant %d",
