@@ -406,6 +406,11 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 				batch = append(batch, s)
 			}
 		}
+		if d.Upsert != nil {
+			if files, batch, rows = c.inOffsetOrder(log, d, files, batch); len(batch) == 0 {
+				return true, nil
+			}
+		}
 		start := time.Now()
 		next, err := c.append(ctx, d, tbl, files, batch, attempt)
 		c.metrics.commitSeconds.Observe(time.Since(start).Seconds())
@@ -482,9 +487,18 @@ func (c *Committer) append(ctx context.Context, d config.Dataset, tbl *table.Tab
 	if err := tx.SetProperties(ledger); err != nil {
 		return nil, fmt.Errorf("%w: set ledger property: %w", errNotCommitted, err)
 	}
-	// The duplicate check of AddDataFiles reads every manifest of the
-	// table; SegmentsInTable is the exact and cheap check instead.
-	if err := tx.AddDataFiles(ctx, files, tables.SnapshotProperties(d.Name, ids), table.WithoutDuplicateCheck()); err != nil {
+	if d.Upsert != nil {
+		// The data files and their delete files in one snapshot (upsert.go).
+		dels, err := c.upsertDeletes(ctx, d, tx, tbl, files, batch)
+		if err != nil {
+			return nil, fmt.Errorf("%w: upsert deletes: %w", errNotCommitted, err)
+		}
+		if err := tx.NewRowDelta(tables.SnapshotProperties(d.Name, ids)).AddRows(files...).AddDeletes(dels...).Commit(ctx); err != nil {
+			return nil, fmt.Errorf("%w: row delta: %w", errNotCommitted, err)
+		}
+	} else if err := tx.AddDataFiles(ctx, files, tables.SnapshotProperties(d.Name, ids), table.WithoutDuplicateCheck()); err != nil {
+		// The duplicate check of AddDataFiles reads every manifest of the
+		// table; SegmentsInTable is the exact and cheap check instead.
 		return nil, fmt.Errorf("%w: add data files: %w", errNotCommitted, err)
 	}
 	if c.beforeCommit != nil {

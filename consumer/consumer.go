@@ -464,7 +464,7 @@ func (l *loop) run(drain, hard context.Context) error {
 					l.w.skip(r.Partition, r.Offset)
 				default:
 					l.cur = r
-					werr = l.w.record(hard, r.Partition, r.Offset, r.Value)
+					werr = l.w.keyed(hard, r.Partition, r.Offset, r.Key, r.Value)
 					l.cur = nil
 					var sw *schemaWaitError
 					if errors.As(werr, &sw) {

@@ -7,6 +7,7 @@ type metrics struct {
 	records       *prometheus.CounterVec
 	dropped       *prometheus.CounterVec
 	rowsWritten   *prometheus.CounterVec
+	deletes       *prometheus.CounterVec
 	segmentsOpen  *prometheus.GaugeVec
 	rotated       *prometheus.CounterVec
 	bytesRotated  *prometheus.CounterVec
@@ -41,6 +42,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"dataset", "reason"}),
 		rowsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_consumer_rows_written_total", Help: "Rows appended to WAL segments.",
+		}, []string{"dataset"}),
+		deletes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_deletes_total", Help: "Delete records (deleteWhen or a tombstone) of upsert datasets, written as delete rows.",
 		}, []string{"dataset"}),
 		segmentsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ingestor_consumer_segments_open", Help: "Open active_* WAL segments.",
@@ -104,7 +108,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	reg.MustRegister(m.schemaWaiting, m.registryErrors, m.schemasFetched)
-	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.segmentsOpen, m.rotated,
+	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.deletes, m.segmentsOpen, m.rotated,
 		m.bytesRotated, m.commits, m.commitFails, m.recovered, m.assigned, m.lastRotateAge,
 		m.volumeUsed, m.paused, m.pausedSeconds, m.lag, m.budgetFlushes, m.unassigned, m.stalled, m.rejoins, m.commitsRebalancing)
 	return m

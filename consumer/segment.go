@@ -90,12 +90,15 @@ func (w *countingWriter) buffered(fn func() error) error {
 // them little beside their rows. A table with nested columns buffers its
 // rows in Arrow builders, and the budget writes them out as row groups.
 type segment struct {
-	name     walfile.Name // the active_* name of the Parquet file; its UUID names the ready file
-	dir      string
-	opened   time.Time
-	first    int64 // first Kafka offset written
-	last     int64 // last Kafka offset written
-	rows     int64
+	name   walfile.Name // the active_* name of the Parquet file; its UUID names the ready file
+	dir    string
+	opened time.Time
+	first  int64 // first Kafka offset written
+	last   int64 // last Kafka offset written
+	rows   int64
+	// deletes are the positions of an upsert dataset's delete rows,
+	// written into the footer (walfile.MetaDeletes) at finish.
+	deletes  []int64
 	pending  int   // rows not yet in a row group (in memory or spilled)
 	pendingB int64 // payload bytes of those rows
 
@@ -257,6 +260,9 @@ func (s *segment) footerMeta(add func(key, value string) error) error {
 	}
 	return nil
 }
+
+// markDelete marks the row appended next as a delete row.
+func (s *segment) markDelete() { s.deletes = append(s.deletes, s.rows) }
 
 // append adds one decoded row at the given Kafka offset.
 func (s *segment) append(row Row, offset int64, payloadBytes int) error {
@@ -420,10 +426,19 @@ func (s *segment) finish() (walfile.Name, error) {
 		s.sp = nil
 	}
 	closeFile := func() error { return errors.New("no rows") } // a segment always has rows; this only guards
+	addMeta := func(string, string) error { return nil }
 	if s.cols != nil {
-		closeFile = s.cols.Close
+		closeFile, addMeta = s.cols.Close, s.cols.AppendKeyValueMetadata
 	} else if s.w != nil {
-		closeFile = s.w.Close
+		closeFile, addMeta = s.w.Close, s.w.AppendKeyValueMetadata
+	}
+	// The delete rows go into the footer with the rows: the file is
+	// ready with both or, after a crash, with neither.
+	if len(s.deletes) > 0 {
+		if err := addMeta(walfile.MetaDeletes, walfile.EncodeRows(s.deletes)); err != nil {
+			s.close()
+			return walfile.Name{}, fmt.Errorf("segment %s: set delete rows: %w", s.name, err)
+		}
 	}
 	if err := s.cw.buffered(closeFile); err != nil {
 		s.f.Close()

@@ -37,6 +37,7 @@ type tableView struct {
 	dec      *recordDecoder
 	part     *partitioner
 	arrow    *arrow.Schema
+	up       *upserter // nil unless the dataset upserts
 }
 
 // newTableView derives the writer's decoder, partitioner and Arrow schema
@@ -58,9 +59,13 @@ func newTableView(ds config.Dataset, f *valueFormat, tbl *table.Table) (*tableVi
 	if err != nil {
 		return nil, err
 	}
+	up, err := newUpserter(ds, f, schema, spec)
+	if err != nil {
+		return nil, err
+	}
 	id := walfile.TableIdentity{UUID: tbl.Metadata().TableUUID().String(), SchemaID: schema.ID, SpecID: spec.ID()}
 	b, _ := json.Marshal(id)
-	return &tableView{id: id, identity: string(b), schema: schema, dec: dec, part: part, arrow: as}, nil
+	return &tableView{id: id, identity: string(b), schema: schema, dec: dec, part: part, arrow: as, up: up}, nil
 }
 
 // sameFieldIDs reports whether every column of from is a column of the
@@ -174,7 +179,7 @@ func (w *writer) useLocked(v *tableView) {
 			"table_uuid", v.id.UUID)
 	}
 	w.view = v
-	w.dec, w.part, w.schema, w.identity = v.dec, v.part, v.arrow, v.identity
+	w.dec, w.part, w.schema, w.identity, w.up = v.dec, v.part, v.arrow, v.identity, v.up
 	w.minFlush = max(minFlushBytes, minFlushPerColumn*int64(len(v.schema.Fields())))
 }
 

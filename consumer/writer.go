@@ -51,8 +51,9 @@ type writer struct {
 	log *slog.Logger
 	m   *metrics
 	dec *recordDecoder
-	row Row    // DecodeInto's scratch row, reused record after record
-	key []byte // the partition key of the record, reused likewise
+	up  *upserter // nil unless the dataset upserts (upsert.go)
+	row Row       // DecodeInto's scratch row, reused record after record
+	key []byte    // the partition key of the record, reused likewise
 
 	// The per-record counters of this dataset, resolved once.
 	records, rowsWritten prometheus.Counter
@@ -146,19 +147,22 @@ func (w *writer) state(p int32) *partState {
 	return st
 }
 
-// record processes one Kafka record: decode, append to its segment, and
-// rotate the partition when a size or count limit is reached. Only WAL
-// errors are returned; they are fatal.
+// record processes one Kafka record without a key.
 func (w *writer) record(ctx context.Context, partition int32, offset int64, payload []byte) error {
+	return w.keyed(ctx, partition, offset, nil, payload)
+}
+
+// keyed processes one Kafka record: decode, append to its segment, and
+// rotate the partition when a size or count limit is reached. Only WAL
+// errors are returned; they are fatal. The key is read only for an upsert
+// dataset's tombstones.
+func (w *writer) keyed(ctx context.Context, partition int32, offset int64, kafkaKey, payload []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.next != nil {
 		w.takeNextLocked() // nothing open: the new view applies at once
 	}
-	row, err := w.dec.DecodeInto(w.row, payload)
-	if row != nil {
-		w.row = row // a scratch row: the segment copies its values
-	}
+	row, isDelete, err := w.decode(kafkaKey, payload)
 	var wait *schemaWaitError
 	if errors.As(err, &wait) {
 		// Not processed: the partition's position and offsets stay
@@ -210,6 +214,10 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 		st.segs[string(w.key)] = seg
 		w.m.segmentsOpen.WithLabelValues(w.ds.Name).Inc()
 	}
+	if isDelete {
+		seg.markDelete()
+		w.m.deletes.WithLabelValues(w.ds.Name).Inc()
+	}
 	if err := seg.append(row, offset, len(payload)); err != nil {
 		return err
 	}
@@ -233,6 +241,26 @@ func (w *writer) record(ctx context.Context, partition int32, offset int64, payl
 		return w.rotateLocked(ctx, []int32{partition}, TriggerCount)
 	}
 	return nil
+}
+
+// decode decodes one record into a row; isDelete marks the row of an
+// upsert dataset's delete (upsert.go).
+func (w *writer) decode(kafkaKey, payload []byte) (row Row, isDelete bool, err error) {
+	if w.up != nil {
+		if payload == nil {
+			row, err = w.up.tombstone(kafkaKey)
+			return row, err == nil, err
+		}
+		maxBytes, maxDepth := w.dec.Limits()
+		if row, err = w.up.deleteOf(payload, maxBytes, maxDepth); row != nil || err != nil {
+			return row, err == nil, err
+		}
+	}
+	row, err = w.dec.DecodeInto(w.row, payload)
+	if row != nil {
+		w.row = row // a scratch row: the segment copies its values
+	}
+	return row, false, err
 }
 
 // rotateAged rotates every partition whose oldest segment, or oldest

@@ -30,13 +30,15 @@ import (
 // it (with its own marker); consumer.generation-lost needs a consumer
 // frozen past its session (frozen_test.go).
 func TestFailpoints(t *testing.T) {
-	// pause.after-record is reached by a pause request only:
+	// committer.after-delete-files is reached by upsert datasets only:
+	// TestUpserts crashes it. pause.after-record is reached by a pause
+	// request only:
 	// TestPauseCrashAfterTheRecord crashes it; committer.after-hand-back
 	// by an object gone before its append only:
 	// TestOutageLongerThanOrphanMargin crashes it.
 	var names []string
 	for _, n := range failpoint.Names() {
-		if n != failpoint.PauseAfterRecord && n != failpoint.CommitterAfterHandBack {
+		if n != failpoint.PauseAfterRecord && n != failpoint.CommitterAfterHandBack && n != failpoint.CommitterAfterDeleteFiles {
 			names = append(names, n)
 		}
 	}

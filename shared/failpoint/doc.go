@@ -68,6 +68,7 @@
 //
 // Committer, in the order of one pass (committer/committer.go):
 //
+//	committer.after-delete-files an upsert batch's delete files are written, not committed
 //	committer.after-append      the append is committed, no local file deleted yet
 //	committer.between-deletes   a committed ready file is deleted, its marker not yet
 //	committer.after-dataset     one dataset's append and deletes are done; the other

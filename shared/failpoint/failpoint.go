@@ -34,6 +34,7 @@ const (
 	UploaderBeforeMarker      = "uploader.before-marker"
 	UploaderAfterMarker       = "uploader.after-marker"
 	QuarantineBeforeNote      = "quarantine.before-note"
+	CommitterAfterDeleteFiles = "committer.after-delete-files"
 	CommitterAfterAppend      = "committer.after-append"
 	CommitterBetweenDeletes   = "committer.between-deletes"
 	CommitterAfterDataset     = "committer.after-dataset"
@@ -50,7 +51,7 @@ func Names() []string {
 	return []string{
 		ConsumerBeforeRename, ConsumerAfterRoll, ConsumerBeforeDirSync, ConsumerAfterRename, ConsumerAfterCommit, ConsumerDuringRecovery, ConsumerGenerationLost, ConsumerBeforeTopicRecord,
 		UploaderBeforeObject, UploaderBeforeMarker, UploaderAfterMarker, QuarantineBeforeNote,
-		CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset, CommitterAfterReplace, CommitterAfterHandBack,
+		CommitterAfterDeleteFiles, CommitterAfterAppend, CommitterBetweenDeletes, CommitterAfterDataset, CommitterAfterReplace, CommitterAfterHandBack,
 		MaintainerAfterExpire, MaintainerAfterManifest, MaintainerAfterCompact,
 		PauseAfterRecord,
 	}

@@ -50,6 +50,7 @@ func create(ctx context.Context, cat catalog.Catalog, d config.Dataset, from *ic
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: create table %s: %w", d.Name, d.Table, err)
 	}
+	schema = withKeys(schema, d)
 	if ns := catalog.NamespaceFromIdent(ident); len(ns) > 0 {
 		if err := ensureNamespace(ctx, cat, ns); err != nil {
 			return nil, fmt.Errorf("dataset %s: create table %s: %w", d.Name, d.Table, err)

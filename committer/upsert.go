@@ -1,0 +1,441 @@
+package committer
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"iter"
+	"log/slog"
+	"path/filepath"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/failpoint"
+	"github.com/icewal/ingestor/shared/parquetfmt"
+	"github.com/icewal/ingestor/shared/tables"
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// An upsert dataset's batch goes into the table in one snapshot that
+// adds its segments' data files and the delete files that make the table
+// show, for each key, the last row by Kafka offset and no row for a key
+// whose last record is a delete:
+//
+//   - equality-delete files on the key columns, holding every key the
+//     batch carries: they remove the rows of those keys that older
+//     snapshots added (an equality delete applies only to data files of a
+//     lower sequence number, never to the rows added beside it);
+//   - position-delete files, one per partition, for the batch's own rows
+//     that a later row of the same key supersedes, and for its delete
+//     rows (a position delete applies to the data files of its own
+//     snapshot too).
+//
+// The later row of a key is the one of the higher Kafka offset: segments
+// are ordered by Kafka partition and first offset, rows within a segment
+// are in offset order, and all versions of a key are in one Kafka
+// partition (docs/records.md). The table's partition is a function of the
+// key (tables.UpsertKeys), so the equality delete written in a key's
+// partition reaches every older row of the key.
+//
+// Crash ordering: the delete files are written before the commit, which
+// names them with the data files and the ledger in one snapshot. Dying
+// before the commit (failpoint committer.after-delete-files) leaves
+// objects no metadata names, deleted by the orphan cleanup; the next pass
+// writes the batch's delete files again. Dying after it leaves the
+// segments in the table's ledger, which the next pass finds (dropInTable)
+// and deletes locally: nothing is added twice.
+
+// upsertDeletes writes the delete files of one upsert batch. files[i] is
+// the data file of batch[i].
+func (c *Committer) upsertDeletes(ctx context.Context, d config.Dataset, tx *table.Transaction, tbl *table.Table, files []iceberg.DataFile, batch []*segment) ([]iceberg.DataFile, error) {
+	keyIDs, err := tables.UpsertKeys(d, tbl.Schema(), tbl.Spec())
+	if err != nil {
+		return nil, err
+	}
+	keys, err := readKeys(ctx, tbl.Schema(), keyIDs, batch)
+	if err != nil {
+		return nil, err
+	}
+	defer keys.release()
+	var out []iceberg.DataFile
+	eq, err := tx.WriteEqualityDeletes(ctx, keyIDs, keys.records())
+	if err != nil {
+		return nil, fmt.Errorf("write equality deletes: %w", err)
+	}
+	out = append(out, eq...)
+	pos, err := writePositionDeletes(ctx, tbl, files, keys.superseded())
+	if err != nil {
+		return out, err
+	}
+	out = append(out, pos...)
+	failpoint.Hit(failpoint.CommitterAfterDeleteFiles)
+	return out, nil
+}
+
+// batchKeys are the key columns of one upsert batch's segments, in Kafka
+// order, and which rows of each segment are deletes.
+type batchKeys struct {
+	schema  *arrow.Schema // the key columns as the equality-delete writer takes them
+	order   []int         // segment indexes in Kafka order
+	recs    [][]arrow.RecordBatch
+	deletes [][]int64 // sorted delete-row positions, by segment index
+}
+
+func (k *batchKeys) release() {
+	for _, rs := range k.recs {
+		for _, r := range rs {
+			r.Release()
+		}
+	}
+}
+
+// records yields every segment's key columns for the equality-delete
+// file: a key twice in it costs a few bytes and means the same.
+func (k *batchKeys) records() iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for _, i := range k.order {
+			for _, r := range k.recs[i] {
+				r.Retain()
+				if !yield(r, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// superseded returns, by segment index, the sorted positions of the rows
+// the table must not show: each key's rows but its last, and its last
+// when it is a delete.
+func (k *batchKeys) superseded() [][]int64 {
+	type loc struct {
+		seg int
+		pos int64
+	}
+	out := make([][]int64, len(k.recs))
+	last := map[string]loc{}
+	var buf []byte
+	for _, i := range k.order {
+		pos := int64(0)
+		for _, r := range k.recs[i] {
+			for row := 0; row < int(r.NumRows()); row++ {
+				buf = appendKey(buf[:0], r, row)
+				if prev, ok := last[string(buf)]; ok {
+					out[prev.seg] = append(out[prev.seg], prev.pos)
+				}
+				last[string(buf)] = loc{i, pos}
+				pos++
+			}
+		}
+	}
+	for _, l := range last {
+		if _, del := slices.BinarySearch(k.deletes[l.seg], l.pos); del {
+			out[l.seg] = append(out[l.seg], l.pos)
+		}
+	}
+	for i := range out {
+		slices.Sort(out[i])
+	}
+	return out
+}
+
+// appendKey appends an exact, self-delimiting encoding of a row's key
+// values.
+func appendKey(dst []byte, r arrow.RecordBatch, row int) []byte {
+	for _, col := range r.Columns() {
+		switch a := col.(type) {
+		case *array.String:
+			v := a.Value(row)
+			dst = binary.AppendUvarint(dst, uint64(len(v)))
+			dst = append(dst, v...)
+		case *array.Binary:
+			v := a.Value(row)
+			dst = binary.AppendUvarint(dst, uint64(len(v)))
+			dst = append(dst, v...)
+		case *array.Int32:
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(a.Value(row)))
+		case *array.Int64:
+			dst = binary.LittleEndian.AppendUint64(dst, uint64(a.Value(row)))
+		default:
+			v := a.ValueStr(row)
+			dst = binary.AppendUvarint(dst, uint64(len(v)))
+			dst = append(dst, v...)
+		}
+	}
+	return dst
+}
+
+// readKeys reads the key columns and the delete rows of the batch's local
+// ready files.
+func readKeys(ctx context.Context, schema *iceberg.Schema, keyIDs []int, batch []*segment) (*batchKeys, error) {
+	fields := make([]iceberg.NestedField, len(keyIDs))
+	for i, id := range keyIDs {
+		f, _ := schema.FindFieldByID(id)
+		fields[i] = f
+	}
+	as, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, fields...), nil, true, false)
+	if err != nil {
+		return nil, err
+	}
+	k := &batchKeys{schema: as, recs: make([][]arrow.RecordBatch, len(batch)), deletes: make([][]int64, len(batch))}
+	k.order = make([]int, len(batch))
+	for i := range k.order {
+		k.order[i] = i
+	}
+	slices.SortFunc(k.order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(batch[a].ready.Partition, batch[b].ready.Partition), cmp.Compare(batch[a].ready.Start, batch[b].ready.Start))
+	})
+	for i, s := range batch {
+		if err := k.readSegment(ctx, i, s.ready.Path, keyIDs); err != nil {
+			k.release()
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+func (k *batchKeys) readSegment(ctx context.Context, i int, path string, keyIDs []int) error {
+	name := filepath.Base(path)
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", name, err)
+	}
+	defer pf.Close()
+	if v := pf.MetaData().KeyValueMetadata().FindValue(walfile.MetaDeletes); v != nil {
+		if k.deletes[i], err = walfile.DecodeRows(*v); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	cols := make([]int, len(keyIDs))
+	sch := pf.MetaData().Schema
+	for j, id := range keyIDs {
+		cols[j] = -1
+		for c := 0; c < sch.NumColumns(); c++ {
+			if sch.Column(c).SchemaNode().FieldID() == int32(id) {
+				cols[j] = c
+			}
+		}
+		if cols[j] < 0 {
+			return fmt.Errorf("%s: no column of field id %d, a key column", name, id)
+		}
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	rr, err := fr.GetRecordReader(ctx, cols, nil)
+	if err != nil {
+		return fmt.Errorf("%s: read key columns: %w", name, err)
+	}
+	defer rr.Release()
+	for rr.Next() {
+		r := rr.RecordBatch()
+		if !r.Schema().Equal(k.schema) {
+			// The same columns under the field ids and types the
+			// equality-delete writer expects.
+			for j, f := range k.schema.Fields() {
+				if !arrow.TypeEqual(f.Type, r.Column(j).DataType()) {
+					return fmt.Errorf("%s: key column %s is %s in the file, %s in the table", name, f.Name, r.Column(j).DataType(), f.Type)
+				}
+			}
+			r = array.NewRecordBatch(k.schema, r.Columns(), r.NumRows())
+		} else {
+			r.Retain()
+		}
+		k.recs[i] = append(k.recs[i], r)
+	}
+	if err := rr.Err(); err != nil {
+		return fmt.Errorf("%s: read key columns: %w", name, err)
+	}
+	return nil
+}
+
+// writePositionDeletes writes one position-delete file per partition
+// (spec and values) for the superseded rows of the batch's data files.
+func writePositionDeletes(ctx context.Context, tbl *table.Table, files []iceberg.DataFile, rows [][]int64) ([]iceberg.DataFile, error) {
+	type group struct {
+		spec  int32
+		part  map[int]any
+		files []int
+	}
+	var groups []*group
+	for i, df := range files {
+		if len(rows[i]) == 0 {
+			continue
+		}
+		var g *group
+		for _, h := range groups {
+			if h.spec == df.SpecID() && samePartition(h.part, df.Partition()) {
+				g = h
+			}
+		}
+		if g == nil {
+			g = &group{spec: df.SpecID(), part: df.Partition()}
+			groups = append(groups, g)
+		}
+		g.files = append(g.files, i)
+	}
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wfs, ok := fs.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("file IO %T cannot write", fs)
+	}
+	lp, err := tbl.LocationProvider()
+	if err != nil {
+		return nil, err
+	}
+	var out []iceberg.DataFile
+	for _, g := range groups {
+		// The spec orders a position-delete file by path, then position.
+		slices.SortFunc(g.files, func(a, b int) int { return cmp.Compare(files[a].FilePath(), files[b].FilePath()) })
+		pb := array.NewStringBuilder(memory.DefaultAllocator)
+		ob := array.NewInt64Builder(memory.DefaultAllocator)
+		for _, i := range g.files {
+			for _, p := range rows[i] {
+				pb.Append(files[i].FilePath())
+				ob.Append(p)
+			}
+		}
+		n := int64(pb.Len())
+		pa, oa := pb.NewArray(), ob.NewArray()
+		rec := array.NewRecordBatch(table.PositionalDeleteArrowSchema, []arrow.Array{pa, oa}, n)
+		pa.Release()
+		oa.Release()
+		location := lp.NewDataLocation("pos-deletes-" + uuid.NewString() + ".parquet")
+		size, err := writeDeleteFile(wfs, location, rec)
+		rec.Release()
+		if err != nil {
+			_ = fs.Remove(location)
+			return nil, err
+		}
+		spec := tbl.Metadata().PartitionSpecByID(int(g.spec))
+		if spec == nil {
+			return nil, fmt.Errorf("position deletes: no partition spec %d in the table", g.spec)
+		}
+		b, err := iceberg.NewDataFileBuilder(*spec, iceberg.EntryContentPosDeletes, location, iceberg.ParquetFile, g.part, nil, nil, n, size)
+		if err != nil {
+			return nil, fmt.Errorf("position-delete file %s: %w", location, err)
+		}
+		if len(g.files) == 1 {
+			// Lets a reader (and the row delta's check) match the file to
+			// its one data file without reading it.
+			b = b.ReferencedDataFile(files[g.files[0]].FilePath())
+		}
+		out = append(out, b.Build())
+	}
+	return out, nil
+}
+
+func samePartition(a, b map[int]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || fmt.Sprint(v) != fmt.Sprint(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeDeleteFile writes rec as one Parquet file at location and returns
+// its size.
+func writeDeleteFile(wfs icebergio.WriteFileIO, location string, rec arrow.RecordBatch) (int64, error) {
+	out, err := wfs.Create(location)
+	if err != nil {
+		return 0, fmt.Errorf("create %s: %w", location, err)
+	}
+	cw := &countWriter{w: out}
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), cw, parquetfmt.WriterProperties(memory.DefaultAllocator), parquetfmt.ArrowWriterProperties())
+	if err != nil {
+		out.Close()
+		return 0, err
+	}
+	if err := fw.Write(rec); err != nil {
+		fw.Close()
+		out.Close()
+		return 0, fmt.Errorf("write %s: %w", location, err)
+	}
+	if err := fw.Close(); err != nil {
+		out.Close()
+		return 0, fmt.Errorf("write %s: %w", location, err)
+	}
+	if err := out.Close(); err != nil {
+		return 0, fmt.Errorf("close %s: %w", location, err)
+	}
+	return cw.n, nil
+}
+
+type countWriter struct {
+	w interface{ Write([]byte) (int, error) }
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// inOffsetOrder keeps, of an upsert batch, the segments that no segment
+// of the same Kafka partition left out of it precedes: one not uploaded
+// yet, handed back, or not describable this pass. A later segment
+// appended before an earlier one would let the earlier one's rows, older
+// versions of their keys, replace the later ones'. The held segments wait
+// for the next pass. files[i] is the data file of batch[i]; rows is the
+// kept files' row count.
+func (c *Committer) inOffsetOrder(log *slog.Logger, d config.Dataset, files []iceberg.DataFile, batch []*segment) ([]iceberg.DataFile, []*segment, int64) {
+	in := map[uuid.UUID]bool{}
+	for _, s := range batch {
+		in[s.ready.UUID] = true
+	}
+	first := map[int32]int64{} // by Kafka partition, the first offset of a ready file left out
+	all, err := walfile.List(c.dir)
+	if err != nil {
+		log.Warn("list the WAL directory to keep upserts in offset order; the batch waits", "err", err)
+		return nil, nil, 0
+	}
+	for _, f := range all {
+		if f.Topic != d.Topic || f.State != walfile.Ready || in[f.UUID] {
+			continue
+		}
+		if v, ok := first[f.Partition]; !ok || f.Start < v {
+			first[f.Partition] = f.Start
+		}
+	}
+	var keptFiles []iceberg.DataFile
+	var kept []*segment
+	var rows int64
+	held := 0
+	for i, s := range batch {
+		if v, ok := first[s.ready.Partition]; ok && s.ready.Start > v {
+			held++
+			continue
+		}
+		kept = append(kept, s)
+		keptFiles = append(keptFiles, files[i])
+		rows += files[i].Count()
+	}
+	if held > 0 {
+		log.Info("upsert segments wait for an earlier segment of their Kafka partition", "held", held)
+	}
+	return keptFiles, kept, rows
+}
