@@ -406,6 +406,11 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 				batch = append(batch, s)
 			}
 		}
+		if d.Upsert != nil {
+			if files, batch, rows = c.inOffsetOrder(log, d, files, batch); len(batch) == 0 {
+				return true, nil
+			}
+		}
 		start := time.Now()
 		next, err := c.append(ctx, d, tbl, files, batch, attempt)
 		c.metrics.commitSeconds.Observe(time.Since(start).Seconds())
@@ -484,6 +489,13 @@ func (c *Committer) append(ctx context.Context, d config.Dataset, tbl *table.Tab
 	}
 	if d.Upsert != nil {
 		// The data files and their delete files in one snapshot (upsert.go).
+		order, err := c.orderProperty(c.log.With("dataset", d.Name), d, tbl, batch)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errNotCommitted, err)
+		}
+		if err := tx.SetProperties(order); err != nil {
+			return nil, fmt.Errorf("%w: set upsert offsets: %w", errNotCommitted, err)
+		}
 		dels, err := c.upsertDeletes(ctx, d, tx, tbl, files, batch)
 		if err != nil {
 			return nil, fmt.Errorf("%w: upsert deletes: %w", errNotCommitted, err)

@@ -188,14 +188,15 @@ type seg struct {
 // writeSegment writes a ready segment as the consumer does (table field
 // IDs, partition values in the footer), and, when upload is set, copies it
 // to the warehouse and writes its marker as the uploader does.
-func (e *env) writeSegment(walDir, dataset string, partition int32, start int64, rows []map[string]any, upload bool) seg {
+// meta adds key-value pairs to the footer.
+func (e *env) writeSegment(walDir, dataset string, partition int32, start int64, rows []map[string]any, upload bool, meta ...[2]string) seg {
 	e.t.Helper()
 	d := e.dataset(dataset)
 	tbl := e.table(dataset)
 	n := walfile.Name{State: walfile.Ready, Topic: d.Topic, Partition: partition,
 		Start: start, End: start + int64(len(rows)) - 1, UUID: uuid.New()}
 	path := filepath.Join(walDir, n.String())
-	writeParquet(e.t, path, tbl, rows)
+	writeParquet(e.t, path, tbl, rows, meta...)
 	if upload {
 		e.upload(walDir, tbl, n)
 	}
@@ -279,7 +280,7 @@ func partitionValues(t *testing.T, tbl *table.Table, row map[string]any) map[int
 
 // writeParquet writes rows with tbl's schema and field IDs and the
 // partition footer key, like the consumer.
-func writeParquet(t *testing.T, path string, tbl *table.Table, rows []map[string]any) {
+func writeParquet(t *testing.T, path string, tbl *table.Table, rows []map[string]any, meta ...[2]string) {
 	t.Helper()
 	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
@@ -328,6 +329,11 @@ func writeParquet(t *testing.T, path string, tbl *table.Table, rows []map[string
 	ident, _ := json.Marshal(walfile.TableIdentity{UUID: tbl.Metadata().TableUUID().String(), SchemaID: tbl.Schema().ID, SpecID: spec.ID()})
 	if err := w.AppendKeyValueMetadata(walfile.MetaTable, string(ident)); err != nil {
 		t.Fatal(err)
+	}
+	for _, kv := range meta {
+		if err := w.AppendKeyValueMetadata(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

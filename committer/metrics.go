@@ -49,6 +49,9 @@ type metrics struct {
 	// their append so that the uploader uploads them again (objects.go),
 	// by reason: handBackMissing, handBackSize, handBackAged.
 	handedBack *prometheus.CounterVec
+	// outOfOrder counts upsert segments appended after a later offset of
+	// their Kafka partition was in the table (upsert.go).
+	outOfOrder *prometheus.CounterVec
 }
 
 // Sources of an append's table, the values of the source label.
@@ -126,8 +129,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_committer_segments_handed_back_total",
 			Help: "Uploaded segments handed back to the uploader before their append, by reason: missing (the object is not in the store), size (it is not the size the marker records), aged (it is older than half of maintenance.orphanAgeHours). The uploader uploads each again from the local ready file; no row is lost.",
 		}, []string{"dataset", "reason"}),
+		outOfOrder: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_committer_upsert_out_of_order_total",
+			Help: "Segments of an upsert dataset appended after the table already held a later offset of their Kafka partition (another pod's WAL appended first after a rebalance): a key updated on both sides may show its older version.",
+		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped, m.handoffs, m.handoffFailures, m.tableLoads, m.handedBack} {
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped, m.handoffs, m.handoffFailures, m.tableLoads, m.handedBack, m.outOfOrder} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
@@ -148,6 +155,7 @@ func (m *metrics) initDataset(name string) {
 		m.handedBack.WithLabelValues(name, r)
 	}
 	m.identity.WithLabelValues(name)
+	m.outOfOrder.WithLabelValues(name)
 	m.stopped.WithLabelValues(name)
 	m.handoffs.WithLabelValues(name, handoffApplied)
 	m.handoffs.WithLabelValues(name, handoffDropped)

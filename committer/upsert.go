@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"iter"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -392,4 +395,103 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// inOffsetOrder keeps, of an upsert batch, the segments that no segment
+// of the same Kafka partition left out of it precedes: one not uploaded
+// yet, handed back, or not describable this pass. A later segment
+// appended before an earlier one would let the earlier one's rows, older
+// versions of their keys, replace the later ones'. The held segments wait
+// for the next pass. files[i] is the data file of batch[i]; rows is the
+// kept files' row count.
+func (c *Committer) inOffsetOrder(log *slog.Logger, d config.Dataset, files []iceberg.DataFile, batch []*segment) ([]iceberg.DataFile, []*segment, int64) {
+	in := map[uuid.UUID]bool{}
+	for _, s := range batch {
+		in[s.ready.UUID] = true
+	}
+	first := map[int32]int64{} // by Kafka partition, the first offset of a ready file left out
+	all, err := walfile.List(c.dir)
+	if err != nil {
+		log.Warn("list the WAL directory to keep upserts in offset order; the batch waits", "err", err)
+		return nil, nil, 0
+	}
+	for _, f := range all {
+		if f.Topic != d.Topic || f.State != walfile.Ready || in[f.UUID] {
+			continue
+		}
+		if v, ok := first[f.Partition]; !ok || f.Start < v {
+			first[f.Partition] = f.Start
+		}
+	}
+	var keptFiles []iceberg.DataFile
+	var kept []*segment
+	var rows int64
+	held := 0
+	for i, s := range batch {
+		if v, ok := first[s.ready.Partition]; ok && s.ready.Start > v {
+			held++
+			continue
+		}
+		kept = append(kept, s)
+		keptFiles = append(keptFiles, files[i])
+		rows += files[i].Count()
+	}
+	if held > 0 {
+		log.Info("upsert segments wait for an earlier segment of their Kafka partition", "held", held)
+	}
+	return keptFiles, kept, rows
+}
+
+// UpsertOffsets is the table property in which an upsert dataset's
+// appends record, per Kafka partition, the last offset of a segment in
+// the table and the WAL directory that appended it: JSON
+// {"<partition>": {"o": offset, "w": "<wal id>"}}. It is set in the
+// append's own transaction, so it is exact.
+const UpsertOffsets = "ingestor.upsert.offsets"
+
+// lastAppended is one partition's entry of UpsertOffsets.
+type lastAppended struct {
+	Offset int64  `json:"o"`
+	WAL    string `json:"w"`
+}
+
+// orderProperty checks an upsert batch against what the table holds and
+// returns the property that records the batch. Within one WAL directory
+// inOffsetOrder keeps each key's segments in order (segments of one Kafka
+// partition for different table partitions interleave in offsets, but
+// hold different keys). A segment of another WAL directory whose offsets
+// are not past the table's record was written by another pod before a
+// rebalance and appended after the new owner's: its keys that the new
+// owner also updated now show this segment's older version. That cannot
+// be undone here without the rows' offsets, so it is appended (no row is
+// lost), logged and counted (ingestor_committer_upsert_out_of_order_total,
+// alert IngestorUpsertOutOfOrder); docs/records.md says how to avoid it.
+func (c *Committer) orderProperty(log *slog.Logger, d config.Dataset, tbl *table.Table, batch []*segment) (iceberg.Properties, error) {
+	walID, err := walfile.WALID(c.dir)
+	if err != nil {
+		return nil, err
+	}
+	last := map[string]lastAppended{}
+	if v, ok := tbl.Properties()[UpsertOffsets]; ok {
+		if err := json.Unmarshal([]byte(v), &last); err != nil {
+			return nil, fmt.Errorf("table property %s: %w", UpsertOffsets, err)
+		}
+	}
+	for _, s := range batch {
+		p := strconv.Itoa(int(s.ready.Partition))
+		l, ok := last[p]
+		if ok && l.WAL != walID && s.ready.Start <= l.Offset {
+			c.metrics.outOfOrder.WithLabelValues(d.Name).Inc()
+			log.Error("upsert segment appended after another WAL directory appended a later offset of its Kafka partition: keys updated on both sides may show this older version",
+				"file", s.ready.Name.String(), "partition", s.ready.Partition, "start", s.ready.Start, "table_holds_offset", l.Offset)
+		}
+		if !ok || s.ready.End > l.Offset || l.WAL != walID {
+			last[p] = lastAppended{Offset: max(l.Offset, s.ready.End), WAL: walID}
+		}
+	}
+	b, err := json.Marshal(last)
+	if err != nil {
+		return nil, err
+	}
+	return iceberg.Properties{UpsertOffsets: string(b)}, nil
 }

@@ -36,6 +36,9 @@ func runBench(args []string) int {
 		"unless given, its rate is %d, tenants %d, partitions %d, commit interval %gs, file age %g min, timeout %s",
 		soak.Rate, soak.Tenants, soak.Partitions, soak.CommitIntervalSeconds, soak.MaxFileAgeMinutes, soak.Timeout))
 	fs.IntVar(&o.SoakCheckpoints, "soak-checkpoints", soak.SoakCheckpoints, "soak run: checkpoints besides the one at the end")
+	fs.Float64Var(&o.Upserts, "upserts", 0, "upsert run: this share of the events (for example 0.3) update the key of an earlier event and a tenth of those delete it; "+
+		"the dataset keeps one row per key (the event id, also the Kafka key) and the table is scored against the last-write-wins state of what was produced")
+	fs.BoolVar(&o.UpsertTombstones, "upsert-tombstones", o.UpsertTombstones, "upsert run: send every other delete as a Kafka tombstone (a key and a null value) instead of a value whose op is d (false: every delete by op)")
 	fs.BoolVar(&o.ForeignTable, "foreign-table", false, "create the table as another engine would, keeping old metadata.json versions (write.metadata.delete-after-commit.enabled false, write.metadata.previous-versions-max 100)")
 	maintenance := fs.Bool("maintenance", true, "write maintenance.enabled into the configuration (only when given)")
 	fs.Float64Var(&o.MaintenanceIntervalSeconds, "maintenance-interval-seconds", 0, fmt.Sprintf("maintenance.intervalSeconds, written with --maintenance=true (soak run: %gs unless given)", soak.MaintenanceIntervalSeconds))
@@ -69,6 +72,10 @@ func runBench(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: ingestor bench [flags]; see ingestor bench -help")
 		return exitUsage
 	}
+	if o.Upserts != 0 && set["kafka-key"] && o.KafkaKey != bench.KeyEvent {
+		fmt.Fprintln(os.Stderr, "bench: --upserts keys the records by the row key, the event id: all versions of a key must be in one Kafka partition; leave out --kafka-key")
+		return exitUsage
+	}
 	o.Partitions = int32(*partitions)
 	o.Log = os.Stderr
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -84,6 +91,16 @@ func runBench(args []string) int {
 		return exitError
 	}
 	fmt.Fprintln(os.Stdout, string(line))
+	if u := res.Upserts; u != nil {
+		fmt.Fprintf(os.Stderr, "bench: %.0f rows per CPU-second; upserts: %d updates, %d deletes (%d tombstones); live keys expected %d, found %d\n",
+			res.RowsPerCPUSec, u.Updates, u.Deletes, u.Tombstones, u.LiveKeysExpected, u.LiveKeysFound)
+		if !u.LastWriteWins {
+			fmt.Fprintf(os.Stderr, "bench: NOT the last-write-wins state: %d live keys missing, %d rows of keys that should have none, %d keys shown more than once, %d stale versions, %d with the wrong tenant, %d keys split over partitions\n",
+				u.Missing, u.Extra, u.Duplicated, u.Stale, u.WrongTenant, u.SplitKeys)
+			return exitError
+		}
+		return 0
+	}
 	if !res.ExactlyOnce {
 		fmt.Fprintf(os.Stderr, "bench: NOT exactly once: %d missing, %d duplicated, %d unexpected, %d with the wrong tenant\n",
 			res.Missing, res.Duplicated, res.Unexpected, res.WrongTenant)

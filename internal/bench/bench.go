@@ -79,12 +79,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	} else if err := freshDir(dir); err != nil {
 		return nil, err
 	}
+	var plan *devenv.Upserts
+	if o.Upserts != 0 {
+		if plan, err = devenv.NewUpserts(o.Upserts, o.UpsertTombstones); err != nil {
+			return nil, err
+		}
+		shape, o.KafkaKey = devenv.UpsertShape(shape, plan), KeyEvent
+	}
 	vals, err := wirevalues.New(o.Format, topic, shape)
 	if err != nil {
 		return nil, err
 	}
 	defer vals.Close()
 	b := &runner{o: o, dir: dir, shape: shape, vals: vals, ten: ten, run: rand.Uint32()}
+	if plan != nil {
+		b.lww = newLWWLedger(plan)
+	}
 	res, err := b.runAll(ctx)
 	// The stop comes first: Azurite and the ingestor write in dir.
 	b.close()
@@ -148,6 +158,7 @@ type runner struct {
 	logf    *os.File
 
 	soakState *soakState // a soak run's checkpoints; nil otherwise
+	lww       *lwwLedger // an upsert run's last-write-wins state; nil otherwise
 }
 
 // close stops whatever is still running, the ingestor first (by SIGKILL:
@@ -311,11 +322,17 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 	}
 	defer gen.Close()
 	gen.Rate = b.o.Rate
+	if b.lww != nil {
+		gen.Acked = b.lww.acked
+	}
 	var jsonBytes atomic.Int64
 	// Events are keyed by tenant, as a keyed topic is: one tenant's events
 	// stay in one Kafka partition, in order. Keyed by event, every tenant
 	// appears in every partition.
 	gen.Payload = func(seq int64, at time.Time) ([]byte, []byte, error) {
+		if b.lww != nil {
+			return b.upsertPayload(seq, at, &jsonBytes)
+		}
 		t := b.ten.Of(seq)
 		name := b.ten.Name(t)
 		id := devenv.EventID(b.run, seq)
@@ -486,7 +503,7 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("load table: %w", err)
 	}
 	if b.soakState != nil {
-		if err := b.checkpoint(ctx, t0); err != nil {
+		if err := b.checkpoint(ctx, t0, true); err != nil {
 			return nil, err
 		}
 	}
@@ -497,6 +514,11 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 	r := b.result(sc, procs, t0, consumed, produced, cpu, cpu0, jsonBytes.Load())
 	if b.soakState != nil {
 		r.SoakResult = b.soakState.result(b.o.SoakCommits)
+	}
+	if b.lww != nil {
+		if err := b.scoreUpserts(ctx, tbl, r); err != nil {
+			return nil, err
+		}
 	}
 	r.Maintenance = b.o.Maintenance
 	r.LoadAverage1m = load
@@ -520,6 +542,9 @@ func (b *runner) tableRows(ctx context.Context) int64 {
 		return 0
 	}
 	n, _ := strconv.ParseInt(s.Summary.Properties["total-records"], 10, 64)
+	if b.lww != nil {
+		n = max(n, committedRecords(tbl))
+	}
 	return n
 }
 

@@ -32,7 +32,8 @@ type setup struct {
 
 // configYAML renders the ingestor's configuration: the production defaults
 // but for the options the benchmark sets, and a table of the shape's
-// columns partitioned by tenant and hour.
+// columns partitioned by tenant and hour, or, with upserts, keyed by the
+// event id and partitioned by its buckets.
 func configYAML(s setup) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by `ingestor bench`.\ningestion:\n")
@@ -81,6 +82,14 @@ func configYAML(s setup) string {
 	}
 	if s.opts.ForeignTable {
 		fmt.Fprintf(&b, "      properties: {write.metadata.delete-after-commit.enabled: \"false\", write.metadata.previous-versions-max: \"100\"}\n")
+	}
+	if s.opts.Upserts > 0 {
+		// A table of upserts is partitioned by its key only: buckets of
+		// the event id, which stays in one partition through its
+		// updates.
+		fmt.Fprintf(&b, "      partition:\n        - {column: %s, transform: \"bucket[%d]\"}\n", devenv.ColumnID, upsertBuckets)
+		fmt.Fprintf(&b, "    upsert: {keyColumns: [%s], deleteWhen: {path: %s, equals: [%s]}}\n", devenv.ColumnID, devenv.ColumnOp, devenv.OpDelete)
+		return b.String()
 	}
 	fmt.Fprintf(&b, "      partition:\n        - {column: %s, transform: identity}\n        - {column: %s, transform: hour}\n",
 		devenv.ColumnTenant, devenv.ColumnTS)

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icewal/ingestor/internal/devenv"
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 // Health is a table's health at one checkpoint of a soak run: what grows
@@ -57,6 +59,25 @@ type Health struct {
 	FilesPerPartition    float64 `json:"files_per_partition"`
 	FilesMaxPerPartition int     `json:"files_max_per_partition"`
 	SmallFilesPct        float64 `json:"small_files_pct"`
+
+	// DeleteFiles are the live delete files of the current snapshot
+	// (equality and position deletes of an upsert dataset), and the rows
+	// they hold; DeleteFilesPerPartition is DeleteFiles over the
+	// partitions that have any, DeleteFilesMaxPerPartition those of the
+	// partition that holds the most.
+	DeleteFiles                int     `json:"delete_files"`
+	EqualityDeleteFiles        int     `json:"equality_delete_files"`
+	PositionDeleteFiles        int     `json:"position_delete_files"`
+	DeleteRows                 int64   `json:"delete_rows"`
+	DeleteFilesPerPartition    float64 `json:"delete_files_per_partition"`
+	DeleteFilesMaxPerPartition int     `json:"delete_files_max_per_partition"`
+
+	// FullScanMs is the time iceberg-go takes to read every row of the
+	// table, every column, with its deletes applied, and FullScanRows the
+	// rows it returned: what a reader pays for the delete files. Taken
+	// at the last checkpoint only.
+	FullScanMs   float64 `json:"full_scan_ms,omitempty"`
+	FullScanRows int64   `json:"full_scan_rows,omitempty"`
 
 	// CommitP50Ms and CommitP95Ms are the committer's append durations
 	// (its "committed" log lines) over the CommitsInWindow appends since
@@ -157,12 +178,19 @@ func tableHealth(ctx context.Context, tbl *table.Table, list lister, part tenant
 	var sizes []int64
 	small := map[string]int{}
 	partitions := map[string]int{}
+	deletes := map[string]int{} // delete files by partition
 	if cur := tbl.CurrentSnapshot(); cur != nil {
 		manifests, err := cur.Manifests(fsys)
 		if err != nil {
 			return nil, fmt.Errorf("read manifest list: %w", err)
 		}
 		for _, m := range manifests {
+			if m.ManifestContent() == iceberg.ManifestContentDeletes {
+				if err := h.addDeletes(fsys, m, deletes); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if m.ManifestContent() != iceberg.ManifestContentData {
 				continue
 			}
@@ -194,6 +222,12 @@ func tableHealth(ctx context.Context, tbl *table.Table, list lister, part tenant
 	for _, n := range partitions {
 		h.FilesMaxPerPartition = max(h.FilesMaxPerPartition, n)
 	}
+	for _, n := range deletes {
+		h.DeleteFilesMaxPerPartition = max(h.DeleteFilesMaxPerPartition, n)
+	}
+	if len(deletes) > 0 {
+		h.DeleteFilesPerPartition = round(float64(h.DeleteFiles)/float64(len(deletes)), 1)
+	}
 	if h.Partitions > 0 {
 		h.FilesPerPartition = round(float64(h.DataFiles)/float64(h.Partitions), 1)
 	}
@@ -216,6 +250,54 @@ func tableHealth(ctx context.Context, tbl *table.Table, list lister, part tenant
 	h.ScanPlanPartitionMs = round(float64(time.Since(start).Microseconds())/1e3, 1)
 	h.ScanPlanPartitionFiles = len(tasks)
 	return h, nil
+}
+
+// addDeletes counts the live delete files of a delete manifest, by
+// partition into byPartition.
+func (h *Health) addDeletes(fsys icebergio.IO, m iceberg.ManifestFile, byPartition map[string]int) error {
+	entries, err := m.FetchEntries(fsys, true)
+	if err != nil {
+		return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+	}
+	for _, e := range entries {
+		df := e.DataFile()
+		switch df.ContentType() {
+		case iceberg.EntryContentEqDeletes:
+			h.EqualityDeleteFiles++
+		case iceberg.EntryContentPosDeletes:
+			h.PositionDeleteFiles++
+		default:
+			continue
+		}
+		h.DeleteFiles++
+		h.DeleteRows += df.Count()
+		byPartition[partitionKey(df.Partition())]++
+	}
+	return nil
+}
+
+// fullScan reads every row and column of the table with iceberg-go's
+// scan, deletes applied, and returns the rows and the time it took.
+func fullScan(ctx context.Context, tbl *table.Table) (int64, time.Duration, error) {
+	start := time.Now()
+	if tbl.CurrentSnapshot() == nil {
+		return 0, 0, nil
+	}
+	scan := tbl.Scan()
+	defer scan.Close()
+	_, batches, err := scan.ToArrowRecords(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("scan the table: %w", err)
+	}
+	var rows int64
+	for rec, err := range batches {
+		if err != nil {
+			return 0, 0, fmt.Errorf("scan the table: %w", err)
+		}
+		rows += rec.NumRows()
+		rec.Release()
+	}
+	return rows, time.Since(start), nil
 }
 
 // partitionKey renders a data file's partition values (by field id) as
@@ -248,7 +330,9 @@ func (w *writeLedger) add(tbl *table.Table) {
 		}
 		w.seen[s.SnapshotID] = true
 		n, _ := strconv.ParseInt(s.Summary.Properties["added-files-size"], 10, 64)
-		if s.Summary.Operation == table.OpAppend {
+		// The committer's commits of upserts are row deltas (Iceberg's
+		// overwrites) that carry the dataset's name.
+		if s.Summary.Operation == table.OpAppend || s.Summary.Properties[tables.SummaryDataset] != "" {
 			w.appended += n
 		} else {
 			w.rewritten += n

@@ -70,6 +70,17 @@ type Options struct {
 	// so that the partitions idle by then are merged, as they would be at
 	// the end of a day.
 	IdleCompactionMinutes float64
+	// Upserts > 0 makes an upsert run: that share of the events update
+	// the key (the event id) of an earlier one and a tenth of those
+	// delete it (devenv.Upserts); the dataset keeps one row per key, and
+	// the scorer checks the table against the last-write-wins state of
+	// what was produced. The Kafka key is then the row key, whatever
+	// KafkaKey says: all versions of a key must be in one partition.
+	Upserts float64
+	// UpsertTombstones sends every other delete of an upsert run as a
+	// Kafka tombstone (the key and a null value) instead of a value whose
+	// op is d, so that a run scores both ways of deleting.
+	UpsertTombstones bool
 	// ForeignTable creates the table with Iceberg's own defaults for
 	// old metadata.json versions (kept: write.metadata.delete-after-commit.enabled
 	// false, write.metadata.previous-versions-max 100), as another engine
@@ -98,6 +109,7 @@ func DefaultOptions() Options {
 		MaxFileAgeMinutes:     0.5,
 		CommitIntervalSeconds: 10,
 		Timeout:               30 * time.Minute,
+		UpsertTombstones:      true,
 	}
 }
 
@@ -196,6 +208,10 @@ type Result struct {
 	// Maintenance is the maintenance.enabled written into the
 	// configuration, absent when none was.
 	Maintenance *bool `json:"maintenance,omitempty"`
+	// Upserts holds an upsert run's figures; nil otherwise. ExactlyOnce
+	// is then its LastWriteWins, and Missing, Duplicated, Unexpected and
+	// WrongTenant count keys and rows as it does.
+	Upserts *UpsertResult `json:"upserts,omitempty"`
 	// SoakResult holds a soak run's figures; nil otherwise.
 	*SoakResult
 }

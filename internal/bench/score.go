@@ -68,10 +68,17 @@ func scoreTable(ctx context.Context, tbl *table.Table, run uint32, events int64,
 	// once, not for freshness.
 	commitMs := map[int64]int64{}
 	for _, snap := range tbl.Metadata().Snapshots() {
-		if snap.Summary != nil && snap.Summary.Operation == table.OpAppend {
+		if snap.Summary == nil {
+			continue
+		}
+		// The committer's commits of upserts are row deltas, which
+		// Iceberg calls overwrites: the dataset's name tells them from
+		// a compaction's.
+		ours := snap.Summary.Properties[tables.SummaryDataset] == dataset
+		if snap.Summary.Operation == table.OpAppend || ours {
 			commitMs[snap.SnapshotID] = snap.TimestampMs
 		}
-		if snap.Summary != nil && snap.Summary.Properties[tables.SummaryDataset] == dataset {
+		if ours {
 			s.commits++
 			s.lastCommitMs = max(s.lastCommitMs, snap.TimestampMs)
 		}
@@ -212,8 +219,10 @@ func readFile(ctx context.Context, fsys icebergio.IO, f dataFile, run uint32, ev
 			if tenants.Value(i) != ten.Name(ten.Of(seq)) {
 				out.wrongTenant++
 			}
-			// ts is in microseconds (timestamptz).
-			if f.commitMs != 0 {
+			// ts is in microseconds (timestamptz). A row without one is
+			// the key-only row an upsert's delete leaves in its file,
+			// hidden by a position delete: it has no freshness.
+			if f.commitMs != 0 && tss.Value(i) != 0 {
 				out.freshness = append(out.freshness, commitSec-float64(tss.Value(i))/1e6)
 			}
 		}

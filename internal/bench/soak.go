@@ -86,7 +86,7 @@ func (b *runner) soak(ctx context.Context, t0 time.Time, stop func(), done <-cha
 		}
 		n := len(st.durations)
 		if n >= next || n >= b.o.SoakCommits {
-			if err := b.checkpoint(ctx, t0); err != nil {
+			if err := b.checkpoint(ctx, t0, false); err != nil {
 				return err
 			}
 			for next <= n {
@@ -113,8 +113,9 @@ func (b *runner) soak(ctx context.Context, t0 time.Time, stop func(), done <-cha
 	return nil
 }
 
-// checkpoint takes the table's health now and records it.
-func (b *runner) checkpoint(ctx context.Context, t0 time.Time) error {
+// checkpoint takes the table's health now and records it; the last one
+// also times a full scan of the table.
+func (b *runner) checkpoint(ctx context.Context, t0 time.Time, last bool) error {
 	st := b.soakState
 	if err := st.readDurations(); err != nil {
 		return err
@@ -131,6 +132,15 @@ func (b *runner) checkpoint(ctx context.Context, t0 time.Time) error {
 	if err != nil {
 		return err
 	}
+	if last {
+		rows, took, err := fullScan(ctx, tbl)
+		if err != nil {
+			return err
+		}
+		h.FullScanRows, h.FullScanMs = rows, round(float64(took.Microseconds())/1e3, 1)
+		b.say("full scan of the table: %d rows in %.0f ms; %d delete files (%d equality, %d position; %.1f per partition, max %d) holding %d rows",
+			rows, h.FullScanMs, h.DeleteFiles, h.EqualityDeleteFiles, h.PositionDeleteFiles, h.DeleteFilesPerPartition, h.DeleteFilesMaxPerPartition, h.DeleteRows)
+	}
 	h.Commits = len(st.durations)
 	h.Seconds = round(time.Since(t0).Seconds(), 1)
 	window := slices.Clone(st.durations[st.windowAt:])
@@ -141,9 +151,9 @@ func (b *runner) checkpoint(ctx context.Context, t0 time.Time) error {
 	st.ledger.add(tbl)
 	st.ledger.fill(h, st.metric)
 	st.points = append(st.points, *h)
-	b.say("checkpoint %d commits: metadata.json %d B, metadata dir %d B (%d files), %d manifests, %d data files (p50 %d B, %d small, max %d in a partition; %.1f files per partition of %d, max %d; %.1f %% small), commit p50/p95 %.0f/%.0f ms, scan plan table %.0f ms, %s %.0f ms, write amplification %.2f",
+	b.say("checkpoint %d commits: metadata.json %d B, metadata dir %d B (%d files), %d manifests, %d data files (p50 %d B, %d small, max %d in a partition; %.1f files per partition of %d, max %d; %.1f %% small), %d delete files (max %d in a partition), commit p50/p95 %.0f/%.0f ms, scan plan table %.0f ms, %s %.0f ms, write amplification %.2f",
 		h.Commits, h.MetadataJSONBytes, h.MetadataDirBytes, h.MetadataDirFiles, h.Manifests, h.DataFiles,
-		h.FileSizeBytes["p50"], h.SmallFiles, h.SmallFilesMaxPerPartition, h.FilesPerPartition, h.Partitions, h.FilesMaxPerPartition, h.SmallFilesPct, h.CommitP50Ms, h.CommitP95Ms,
+		h.FileSizeBytes["p50"], h.SmallFiles, h.SmallFilesMaxPerPartition, h.FilesPerPartition, h.Partitions, h.FilesMaxPerPartition, h.SmallFilesPct, h.DeleteFiles, h.DeleteFilesMaxPerPartition, h.CommitP50Ms, h.CommitP95Ms,
 		h.ScanPlanTableMs, h.ScanPartition, h.ScanPlanPartitionMs, h.WriteAmplification)
 	return nil
 }

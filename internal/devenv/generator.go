@@ -89,6 +89,11 @@ type Generator struct {
 	// An error stops Run, which returns it once what was produced before
 	// it is acknowledged.
 	Payload func(seq int64, at time.Time) (key, value []byte, err error)
+	// Acked, when set, receives each good event's seq with the Kafka
+	// partition and offset of its record once the broker acknowledged
+	// it: what a scorer needs to order the versions of a key as Kafka
+	// does. It is called from the producer's goroutines.
+	Acked func(seq int64, partition int32, offset int64)
 
 	produced atomic.Int64
 	bad      atomic.Int64
@@ -139,10 +144,12 @@ func (g *Generator) Run(ctx context.Context, first, count int64) error {
 		}
 		for i := int64(0); i < batch && (count <= 0 || seq < first+count); i++ {
 			var key, payload []byte
+			good := true
 			switch {
 			case g.BadEvery > 0 && seq%g.BadEvery == g.BadEvery-1:
 				payload = badRecord(seq)
 				g.bad.Add(1)
+				good = false
 			case g.Payload != nil:
 				var err error
 				if key, payload, err = g.Payload(seq, at(seq)); err != nil {
@@ -159,10 +166,14 @@ func (g *Generator) Run(ctx context.Context, first, count int64) error {
 			if key == nil {
 				key = []byte(strconv.FormatInt(seq, 10))
 			}
+			s := seq
 			g.cl.Produce(context.WithoutCancel(ctx), &kgo.Record{Key: key, Value: payload},
-				func(_ *kgo.Record, err error) {
-					if err != nil {
+				func(r *kgo.Record, err error) {
+					switch {
+					case err != nil:
 						firstErr.CompareAndSwap(nil, &err)
+					case good && g.Acked != nil:
+						g.Acked(s, r.Partition, r.Offset)
 					}
 				})
 			seq++

@@ -16,12 +16,9 @@ import (
 // decoder, into the very rows its JSON events give through the shape's
 // mapping: the formats of the bench carry the same data.
 func TestAvroShapeCarriesTheJSONEvent(t *testing.T) {
-	for _, name := range []string{devenv.ShapeNarrow, devenv.ShapeWide} {
+	for _, name := range testShapes {
 		t.Run(name, func(t *testing.T) {
-			shape, err := devenv.ShapeByName(name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			shape := testShape(t, name)
 			a, err := NewAvroShape(shape)
 			if err != nil {
 				t.Fatal(err)

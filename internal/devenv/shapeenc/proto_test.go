@@ -19,12 +19,9 @@ import (
 // the bench carry the same data, and the table the bench creates fits the
 // schema.
 func TestProtoShapeCarriesTheJSONEvent(t *testing.T) {
-	for _, name := range []string{devenv.ShapeNarrow, devenv.ShapeWide} {
+	for _, name := range testShapes {
 		t.Run(name, func(t *testing.T) {
-			shape, err := devenv.ShapeByName(name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			shape := testShape(t, name)
 			p, err := NewProtoShape(shape)
 			if err != nil {
 				t.Fatal(err)

@@ -1,0 +1,200 @@
+package committer
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/walfile"
+)
+
+// upsertOrders makes the orders dataset of e an upsert dataset keyed by
+// order_id, the table unpartitioned (a test segment holds rows of one
+// partition, and these keys are in several buckets; the e2e test
+// partitions by the key).
+func upsertOrders(e *env) {
+	for i := range e.datasets {
+		if e.datasets[i].Name == "orders" {
+			e.datasets[i].Upsert = &config.Upsert{KeyColumns: []string{"order_id"}}
+			e.datasets[i].Create.Partition = nil
+		}
+	}
+}
+
+// regions reads the table with its deletes applied: region by order_id,
+// and how many rows each order_id has.
+func regions(t *testing.T, tbl *table.Table) (map[string]string, map[string]int) {
+	t.Helper()
+	at, err := tbl.Scan(table.WithSelectedFields("order_id", "region")).ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	got, n := map[string]string{}, map[string]int{}
+	for i, c := range at.Column(0).Data().Chunks() {
+		ids, reg := c.(*array.String), at.Column(1).Data().Chunk(i).(*array.String)
+		for j := 0; j < ids.Len(); j++ {
+			got[ids.Value(j)] = reg.Value(j)
+			n[ids.Value(j)]++
+		}
+	}
+	return got, n
+}
+
+// TestUpsertKeepsTheLastRowOfEachKey appends two segments of one Kafka
+// partition holding the same keys, the later one also deleting a key
+// through a delete row: the table shows each key once, with the later
+// segment's values, and not the deleted key; the snapshot adds the data
+// files with equality and position deletes. A later pass replaces a key
+// the table holds from the earlier snapshot.
+func TestUpsertKeepsTheLastRowOfEachKey(t *testing.T) {
+	e := newEnv(t, sqliteCatalog(t.TempDir()))
+	upsertOrders(e)
+	wal := e.walDir("wal")
+	c := newCommitter(t, e.config(wal))
+	e.writeSegment(wal, "orders", 0, 0, orderRows("o", 4, "old"), true)
+	// Row 1 of the later segment (o-1) is a delete.
+	e.writeSegment(wal, "orders", 0, 4, orderRows("o", 3, "new"), true, [2]string{walfile.MetaDeletes, walfile.EncodeRows([]int64{1})})
+	e.commitOffset("orders", 0, 7)
+	runPass(t, c)
+
+	got, n := regions(t, e.table("orders"))
+	want := map[string]string{"o-0": "new", "o-2": "new", "o-3": "old"}
+	if !equalMaps(got, want) {
+		t.Fatalf("table = %v, want %v", got, want)
+	}
+	for k, v := range n {
+		if v != 1 {
+			t.Errorf("order %s read %d times", k, v)
+		}
+	}
+	var eq, pos int
+	for df := range deleteFiles(t, e.table("orders")) {
+		switch df.ContentType() {
+		case iceberg.EntryContentEqDeletes:
+			eq++
+			if !slices.Equal(df.EqualityFieldIDs(), []int{1}) {
+				t.Errorf("equality delete on fields %v, want [1] (order_id)", df.EqualityFieldIDs())
+			}
+		case iceberg.EntryContentPosDeletes:
+			pos++
+		}
+	}
+	if eq == 0 || pos == 0 {
+		t.Errorf("the snapshot has %d equality and %d position delete files, want both", eq, pos)
+	}
+
+	e.writeSegment(wal, "orders", 1, 0, orderRows("o", 1, "newest"), true)
+	e.commitOffset("orders", 1, 1)
+	runPass(t, c)
+	got, _ = regions(t, e.table("orders"))
+	want["o-0"] = "newest"
+	if !equalMaps(got, want) {
+		t.Fatalf("after the second pass table = %v, want %v", got, want)
+	}
+}
+
+// TestUpsertWaitsForAnEarlierSegment: a segment whose Kafka partition has
+// an earlier segment not uploaded yet waits for it, so that the earlier
+// one's older versions never replace its rows.
+func TestUpsertWaitsForAnEarlierSegment(t *testing.T) {
+	e := newEnv(t, sqliteCatalog(t.TempDir()))
+	upsertOrders(e)
+	wal := e.walDir("wal")
+	c := newCommitter(t, e.config(wal))
+	first := e.writeSegment(wal, "orders", 0, 0, orderRows("o", 2, "old"), false)
+	e.writeSegment(wal, "orders", 0, 2, orderRows("o", 2, "new"), true)
+	e.commitOffset("orders", 0, 4)
+	runPass(t, c)
+	if got, _ := regions(t, e.table("orders")); len(got) != 0 {
+		t.Fatalf("the later segment went in before the earlier one: table = %v", got)
+	}
+	e.upload(wal, e.table("orders"), first.name)
+	runPass(t, c)
+	got, _ := regions(t, e.table("orders"))
+	if want := map[string]string{"o-0": "new", "o-1": "new"}; !equalMaps(got, want) {
+		t.Fatalf("table = %v, want %v", got, want)
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// deleteFiles yields the delete files of the table's current snapshot.
+func deleteFiles(t *testing.T, tbl *table.Table) func(func(iceberg.DataFile) bool) {
+	t.Helper()
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		t.Fatal("no snapshot")
+	}
+	fs, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mans, err := snap.Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(yield func(iceberg.DataFile) bool) {
+		for _, m := range mans {
+			if m.ManifestContent() != iceberg.ManifestContentDeletes {
+				continue
+			}
+			entries, err := m.FetchEntries(fs, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, en := range entries {
+				if !yield(en.DataFile()) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// TestUpsertCountsAnOlderRangeFromAnotherWAL: after a rebalance between
+// pods, a segment of the old owner appended after the new owner's later
+// offsets is counted and logged as out of order (no row is lost), while
+// interleaved segments of one WAL directory for different table
+// partitions are not.
+func TestUpsertCountsAnOlderRangeFromAnotherWAL(t *testing.T) {
+	e := newEnv(t, sqliteCatalog(t.TempDir()))
+	upsertOrders(e)
+	oldOwner, newOwner := e.walDir("old"), e.walDir("new")
+	cOld, cNew := newCommitter(t, e.config(oldOwner)), newCommitter(t, e.config(newOwner))
+	e.commitOffset("orders", 0, 20)
+	// One WAL directory, two segments of partition 0 with interleaved
+	// offsets (they would be of two table partitions), appended apart.
+	e.writeSegment(newOwner, "orders", 0, 10, orderRows("a", 3, "new"), true)
+	runPass(t, cNew)
+	e.writeSegment(newOwner, "orders", 0, 11, orderRows("b", 2, "new"), true)
+	runPass(t, cNew)
+	if n := testutil.ToFloat64(cNew.metrics.outOfOrder.WithLabelValues("orders")); n != 0 {
+		t.Fatalf("one WAL directory's own segments counted %g times out of order", n)
+	}
+	e.writeSegment(oldOwner, "orders", 0, 0, orderRows("a", 1, "old"), true)
+	runPass(t, cOld)
+	if n := testutil.ToFloat64(cOld.metrics.outOfOrder.WithLabelValues("orders")); n != 1 {
+		t.Fatalf("the old owner's earlier range counted %g times out of order, want 1", n)
+	}
+	got, _ := regions(t, e.table("orders"))
+	if len(got) != 5 {
+		t.Fatalf("table = %v, want all 5 keys", got)
+	}
+}

@@ -1,0 +1,391 @@
+package bench
+
+import (
+	"context"
+	"iter"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icewal/ingestor/internal/devenv"
+	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/tables"
+)
+
+// upsertRow is one row of the bench's upsert table: a version of a key.
+type upsertRow struct {
+	key, version int64
+}
+
+// upsertFixture is a table of an upsert run, created from the bench's own
+// configuration, and the ledger of the events it should show.
+type upsertFixture struct {
+	t      *testing.T
+	tbl    *table.Table
+	ledger *lwwLedger
+	ten    *devenv.Tenancy
+	events int64
+}
+
+const upsertRun = 9
+
+// newUpsertFixture creates the table the bench configures for --upserts
+// (key event_id, partitioned by its buckets) in a SQLite catalog with a
+// file:// warehouse, and a ledger of events produced to one Kafka
+// partition in seq order.
+func newUpsertFixture(t *testing.T, events int64) *upsertFixture {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	props := map[string]string{
+		"type": "sql", "uri": "file:" + filepath.Join(dir, "catalog.db"),
+		"sql.driver": "sqlite", "sql.dialect": "sqlite",
+		"warehouse": "file://" + filepath.Join(dir, "wh"),
+	}
+	plan, err := devenv.NewUpserts(0.3, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.Upserts = 0.3
+	y := configYAML(setup{walDir: dir, broker: "127.0.0.1:9092", catalog: props,
+		metrics: [5]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"},
+		shape:   devenv.UpsertShape(devenv.NarrowShape(), plan), opts: o, drainSec: 120})
+	cfg, err := config.Parse([]byte(y))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	cat, err := tables.OpenCatalog(ctx, cfg.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c, ok := cat.(catalog.Closer); ok {
+			c.Close()
+		}
+	})
+	tbl, err := tables.Load(ctx, cat, cfg.Datasets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, err := devenv.NewTenancy(devenv.KeysUniform, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLWWLedger(plan)
+	for seq := range events {
+		l.acked(seq, 0, 1000+seq)
+	}
+	return &upsertFixture{t: t, tbl: tbl, ledger: l, ten: ten, events: events}
+}
+
+// lastVersions returns, per key the events [from, to) touch, its last
+// version among them, and whether that version deletes it.
+func (f *upsertFixture) lastVersions(from, to int64) (keys []int64, last map[int64]upsertRow, deleted map[int64]bool) {
+	last, deleted = map[int64]upsertRow{}, map[int64]bool{}
+	for seq := from; seq < to; seq++ {
+		key, op, _ := f.ledger.plan.Plan(seq)
+		if _, ok := last[key]; !ok {
+			keys = append(keys, key)
+		}
+		last[key] = upsertRow{key: key, version: seq}
+		deleted[key] = op == devenv.OpDelete
+	}
+	return keys, last, deleted
+}
+
+// rows returns the Arrow record of rows, of the table's required columns.
+func (f *upsertFixture) rows(rows []upsertRow) (*arrow.Schema, iter.Seq2[arrow.RecordBatch, error]) {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: devenv.ColumnID, Type: arrow.BinaryTypes.String},
+		{Name: devenv.ColumnTenant, Type: arrow.BinaryTypes.String},
+		{Name: devenv.ColumnTS, Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: devenv.ColumnVersion, Type: arrow.PrimitiveTypes.Int64},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	at := arrow.Timestamp(time.Now().UnixMicro())
+	for _, r := range rows {
+		b.Field(0).(*array.StringBuilder).Append(devenv.EventID(upsertRun, r.key))
+		b.Field(1).(*array.StringBuilder).Append(f.ten.Name(f.ten.Of(r.key)))
+		b.Field(2).(*array.TimestampBuilder).Append(at)
+		b.Field(3).(*array.Int64Builder).Append(r.version)
+	}
+	rec := b.NewRecordBatch()
+	return sc, func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
+}
+
+// commit writes rows and, when deleteKeys are given, an equality-delete
+// file of them on the key, in one row-delta snapshot: the keys' rows of
+// older snapshots go, the new rows stay (an equality delete applies only
+// to older data).
+func (f *upsertFixture) commit(rows []upsertRow, deleteKeys []int64) {
+	f.t.Helper()
+	ctx := context.Background()
+	tx := f.tbl.NewTransaction()
+	rd := tx.NewRowDelta(tables.SnapshotProperties(dataset, nil))
+	if len(rows) > 0 {
+		sc, recs := f.rows(rows)
+		for df, err := range table.WriteRecords(ctx, f.tbl, sc, recs) {
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			rd.AddRows(df)
+		}
+	}
+	if len(deleteKeys) > 0 {
+		field, ok := f.tbl.Schema().FindFieldByName(devenv.ColumnID)
+		if !ok {
+			f.t.Fatal("no event_id")
+		}
+		sc := arrow.NewSchema([]arrow.Field{{Name: devenv.ColumnID, Type: arrow.BinaryTypes.String}}, nil)
+		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		for _, k := range deleteKeys {
+			b.Field(0).(*array.StringBuilder).Append(devenv.EventID(upsertRun, k))
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		eq, err := tx.WriteEqualityDeletes(ctx, []int{field.ID}, func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) })
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		rd.AddDeletes(eq...)
+	}
+	if err := rd.Commit(ctx); err != nil {
+		f.t.Fatal(err)
+	}
+	tbl, err := tx.Commit(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.tbl = tbl
+}
+
+// writeLWW commits the last-write-wins state of the events in two row
+// deltas, as a committer would: the first half's last versions, then the
+// second half's, whose equality deletes remove the first half's rows of
+// the keys it touches. It returns the rows the two added.
+func (f *upsertFixture) writeLWW() (n int64) {
+	half := f.events / 2
+	for _, span := range [][2]int64{{0, half}, {half, f.events}} {
+		keys, last, deleted := f.lastVersions(span[0], span[1])
+		var rows []upsertRow
+		for _, k := range keys {
+			if !deleted[k] {
+				rows = append(rows, last[k])
+			}
+		}
+		f.commit(rows, keys)
+		n += int64(len(rows))
+	}
+	return n
+}
+
+func (f *upsertFixture) score() *upsertScore {
+	f.t.Helper()
+	s, err := scoreUpserts(context.Background(), f.tbl, upsertRun, f.ledger, f.ten)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+// The scorer reads a table of upserts with its equality deletes applied
+// and passes it when it is the last-write-wins state of what was
+// produced; a stale version, a key shown twice, a deleted key shown
+// again, or a live key gone each fail it, counted as such.
+func TestScoreUpserts(t *testing.T) {
+	const events = 400
+	good := newUpsertFixture(t, events)
+	written := good.writeLWW()
+	s := good.score()
+	// The bench waits for the records its commits added, which the
+	// deletes do not take back.
+	if got := committedRecords(good.tbl); got != written || written <= s.rows {
+		t.Errorf("the commits added %d records by their summaries, want %d (more than the %d live)", got, written, s.rows)
+	}
+	live := good.ledger.liveKeys()
+	if !s.ok() || s.expected != live || s.found != live || s.rows != live {
+		t.Fatalf("last-write-wins table: ok %t, expected %d found %d in %d rows (live %d); missing %d extra %d duplicated %d stale %d wrong tenant %d",
+			s.ok(), s.expected, s.found, s.rows, live, s.missing, s.extra, s.duplicated, s.stale, s.wrongTenant)
+	}
+	if s.eqDeleteFiles == 0 || s.posDeleteFiles != 0 {
+		t.Errorf("%d equality- and %d position-delete files, want some and none", s.eqDeleteFiles, s.posDeleteFiles)
+	}
+	r := s.result(good.ledger)
+	if r.Inserts+r.Updates+r.Deletes != events || r.Updates == 0 || r.Deletes == 0 || r.Tombstones == 0 || !r.LastWriteWins {
+		t.Errorf("result %+v", r)
+	}
+
+	// Keys to break: one updated live key, and one whose last event
+	// deletes it.
+	keys, last, deleted := good.lastVersions(0, events)
+	var updated, gone int64 = -1, -1
+	for _, k := range keys {
+		switch {
+		case deleted[k] && gone < 0:
+			gone = k
+		case !deleted[k] && last[k].version != k && updated < 0:
+			updated = k
+		}
+	}
+	if updated < 0 || gone < 0 {
+		t.Fatalf("no updated key (%d) or deleted key (%d) among %d events", updated, gone, events)
+	}
+	var older int64 // an earlier version of the updated key
+	for seq := range last[updated].version {
+		if k, op, _ := good.ledger.plan.Plan(seq); k == updated && op != devenv.OpDelete {
+			older = seq
+		}
+	}
+	cases := []struct {
+		name    string
+		breakIt func(f *upsertFixture)
+		count   func(s *upsertScore) int64
+	}{
+		{"stale version", func(f *upsertFixture) {
+			f.commit([]upsertRow{{updated, older}}, []int64{updated})
+		}, func(s *upsertScore) int64 { return s.stale }},
+		{"duplicate", func(f *upsertFixture) {
+			f.commit([]upsertRow{last[updated]}, nil)
+		}, func(s *upsertScore) int64 { return s.duplicated }},
+		{"resurrected delete", func(f *upsertFixture) {
+			f.commit([]upsertRow{{gone, gone}}, nil)
+		}, func(s *upsertScore) int64 { return s.extra }},
+		{"missing", func(f *upsertFixture) {
+			f.commit(nil, []int64{updated})
+		}, func(s *upsertScore) int64 { return s.missing }},
+		{"row of another run", func(f *upsertFixture) {
+			f.commit([]upsertRow{{events + 5, events + 5}}, nil)
+		}, func(s *upsertScore) int64 { return s.extra }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newUpsertFixture(t, events)
+			f.writeLWW()
+			c.breakIt(f)
+			s := f.score()
+			if s.ok() || c.count(s) != 1 {
+				t.Errorf("ok %t, count %d, want false and 1 (missing %d extra %d duplicated %d stale %d)",
+					s.ok(), c.count(s), s.missing, s.extra, s.duplicated, s.stale)
+			}
+		})
+	}
+}
+
+// The ledger orders a key's versions by Kafka offset, not by the order
+// the acknowledgements arrive in, and tells versions Kafka reordered and
+// keys split over two partitions.
+func TestLWWLedger(t *testing.T) {
+	plan, _ := devenv.NewUpserts(0.3, false)
+	var seqs []int64 // two events of one key: its insert and an update
+	for seq := int64(1); len(seqs) < 2 && seq < 10_000; seq++ {
+		if k, op, _ := plan.Plan(seq); op == devenv.OpUpdate && (len(seqs) == 0 || k == seqs[0]) {
+			if len(seqs) == 0 {
+				seqs = append(seqs, k)
+			}
+			seqs = append(seqs, seq)
+		}
+	}
+	if len(seqs) < 2 {
+		t.Fatal("no key with an update")
+	}
+	key := seqs[0]
+	l := newLWWLedger(plan)
+	l.acked(seqs[1], 2, 50) // the update acknowledged first
+	l.acked(key, 2, 10)     // then the insert, at an earlier offset
+	if got := l.keys[key]; got.seq != seqs[1] || got.deleted || l.reordered != 0 {
+		t.Fatalf("key %d: last version %d, want %d; reordered %d", key, got.seq, seqs[1], l.reordered)
+	}
+	if l.liveKeys() != 1 || l.inserts != 1 || l.updates != 1 {
+		t.Errorf("live %d, inserts %d, updates %d", l.liveKeys(), l.inserts, l.updates)
+	}
+	// An earlier event at a later offset: Kafka's order wins.
+	l.acked(key, 2, 60)
+	if got := l.keys[key]; got.seq != key || l.reordered != 1 {
+		t.Errorf("last version %d, reordered %d; want %d and 1", got.seq, l.reordered, key)
+	}
+	l.acked(seqs[1], 3, 70)
+	if l.split != 1 {
+		t.Errorf("split %d, want 1", l.split)
+	}
+	if l.keys[key].seq != key {
+		t.Errorf("a version in another partition replaced the last one")
+	}
+}
+
+// The configuration of an upsert run keys the dataset by the event id,
+// marks deletes by op, and partitions the table by the key's buckets
+// only, as an upsert dataset must be; in every format.
+func TestConfigYAMLUpserts(t *testing.T) {
+	plan, _ := devenv.NewUpserts(0.3, false)
+	sh := devenv.UpsertShape(devenv.NarrowShape(), plan)
+	o := DefaultOptions()
+	o.Upserts = 0.3
+	for _, format := range []string{config.FormatJSON, config.FormatAvro, config.FormatProtobuf} {
+		registry := ""
+		if format != config.FormatJSON {
+			registry = "http://127.0.0.1:8081"
+		}
+		y := configYAML(setup{walDir: t.TempDir(), broker: "127.0.0.1:9092",
+			catalog: map[string]string{"type": "sql", "uri": "file:/tmp/x.db", "sql.driver": "sqlite", "sql.dialect": "sqlite", "warehouse": "file:///tmp/wh"},
+			metrics: [5]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"}, shape: sh, opts: o, drainSec: 120,
+			format: format, registry: registry})
+		cfg, err := config.Parse([]byte(y))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", format, err, y)
+		}
+		ds := cfg.Datasets[0]
+		u := ds.Upsert
+		if u == nil || len(u.KeyColumns) != 1 || u.KeyColumns[0] != devenv.ColumnID || u.DeleteWhen == nil ||
+			u.DeleteWhen.Path != devenv.ColumnOp || len(u.DeleteWhen.Equals) != 1 || u.DeleteWhen.Equals[0] != devenv.OpDelete {
+			t.Fatalf("%s: upsert %+v", format, u)
+		}
+		if p := ds.Create.Partition; len(p) != 1 || p[0].Column != devenv.ColumnID || p[0].Transform != "bucket[16]" {
+			t.Errorf("%s: partition %+v, want the event id's 16 buckets", format, p)
+		}
+		if n := len(ds.Create.Columns); n != 17 || ds.Create.Columns[16].Name != devenv.ColumnVersion {
+			t.Errorf("%s: %d columns, want the narrow 15 with op and version", format, n)
+		}
+	}
+}
+
+// A soak's health counts the delete files of an upsert table by partition
+// and the rows they hold, and its full scan returns the live rows, the
+// deletes applied.
+func TestHealthCountsDeletes(t *testing.T) {
+	f := newUpsertFixture(t, 400)
+	f.writeLWW()
+	none := func(context.Context, string) ([]object, error) { return nil, nil }
+	h, err := tableHealth(context.Background(), f.tbl, none, tenantHour{tenant: "tenant-000", hour: time.Now().UTC().Truncate(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.score()
+	if h.DeleteFiles == 0 || h.EqualityDeleteFiles != s.eqDeleteFiles || h.PositionDeleteFiles != 0 || h.DeleteFiles != h.EqualityDeleteFiles {
+		t.Errorf("%d delete files (%d equality, %d position), the scorer counts %d equality", h.DeleteFiles, h.EqualityDeleteFiles, h.PositionDeleteFiles, s.eqDeleteFiles)
+	}
+	// Two row deltas, each with at most one equality-delete file per
+	// bucket of the key.
+	if h.DeleteFilesMaxPerPartition < 1 || h.DeleteFilesMaxPerPartition > 2 || h.DeleteFilesPerPartition < 1 || h.DeleteFilesPerPartition > 2 {
+		t.Errorf("%.1f delete files per partition, max %d; want 1 to 2", h.DeleteFilesPerPartition, h.DeleteFilesMaxPerPartition)
+	}
+	keys, _, _ := f.lastVersions(0, 200)
+	more, _, _ := f.lastVersions(200, 400)
+	if h.DeleteRows != int64(len(keys)+len(more)) {
+		t.Errorf("delete files hold %d rows, want the %d keys the two deltas touched", h.DeleteRows, len(keys)+len(more))
+	}
+	rows, _, err := fullScan(context.Background(), f.tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != f.ledger.liveKeys() {
+		t.Errorf("full scan read %d rows, want the %d live keys", rows, f.ledger.liveKeys())
+	}
+}
