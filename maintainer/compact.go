@@ -357,6 +357,9 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 			return
 		}
 		for _, c := range cs {
+			if c.added == nil {
+				continue // nothing written
+			}
 			if err := fs.Remove(c.added.FilePath()); err != nil {
 				log.Warn("delete an unused compacted file; the orphan cleanup deletes it later", "file", c.added.FilePath(), "err", err)
 				continue // its sidecars stay with it
@@ -389,14 +392,16 @@ func (m *Maintainer) compact(ctx context.Context, log *slog.Logger, cat catalog.
 	h := walfile.Handoff{ID: uuid.New(), Dataset: d, TableUUID: tbl.Metadata().TableUUID(), Written: time.Now().UTC(),
 		ReadSequence: tbl.CurrentSnapshot().SequenceNumber}
 	for _, c := range done {
-		part, err := tables.EncodePartition(c.added.Partition())
+		part, err := tables.EncodePartition(c.old[0].Partition())
 		if err != nil {
 			cleanup(done)
 			return p, err
 		}
 		g := walfile.HandoffGroup{
-			File: c.added.FilePath(), Size: c.added.FileSizeBytes(), Rows: c.added.Count(), ReplacedBytes: c.bytes,
-			SpecID: int(c.added.SpecID()), SchemaID: c.schemaID, SortOrderID: c.sortOrderID, Partition: part,
+			ReplacedBytes: c.bytes, SpecID: int(c.old[0].SpecID()), SchemaID: c.schemaID, SortOrderID: c.sortOrderID, Partition: part,
+		}
+		if c.added != nil {
+			g.File, g.Size, g.Rows = c.added.FilePath(), c.added.FileSizeBytes(), c.added.Count()
 		}
 		for _, f := range c.old {
 			g.Replaced = append(g.Replaced, f.FilePath())

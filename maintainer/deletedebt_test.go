@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icewal/ingestor/shared/config"
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 // deleteIDs deletes the rows ids with one merge-on-read delete of another
@@ -62,6 +63,13 @@ func TestDeleteHeavyPartitionIsCompactedWhole(t *testing.T) {
 			rewritten: true,
 		},
 		{
+			name:      "every row deleted",
+			appends:   [][]int64{seq(0, 6), seq(6, 12)},
+			del:       func(t *testing.T, cfg *config.Config) { deleteIDs(t, cfg, seq(0, 12)...) },
+			deleted:   seq(0, 12),
+			rewritten: true,
+		},
+		{
 			name:    "few deletes",
 			appends: [][]int64{seq(0, 40)},
 			del:     func(t *testing.T, cfg *config.Config) { deleteIDs(t, cfg, 5) },
@@ -112,6 +120,17 @@ func TestDeleteHeavyPartitionIsCompactedWhole(t *testing.T) {
 			}
 			if tc.rewritten && rows != int64(len(want)) {
 				t.Errorf("the data files hold %d rows, want the %d live ones only", rows, len(want))
+			}
+			// A file without rows, which no scan plans and so no
+			// compaction would take, is not left in the manifests.
+			files, err := tables.ReadTableFiles(context.Background(), tbl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p, e := range files.Data {
+				if e.File.Count() == 0 {
+					t.Errorf("data file %s without rows left in the table", p)
+				}
 			}
 		})
 	}

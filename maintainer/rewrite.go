@@ -41,7 +41,8 @@ const IdleCompactedPrefix = CompactedPrefix + "idle-"
 // compacted is one group's rewrite: the files it replaces and the one
 // file that holds their rows.
 type compacted struct {
-	old   []iceberg.DataFile
+	old []iceberg.DataFile
+	// added is nil when deletes removed every row of old.
 	added iceberg.DataFile
 	bytes int64 // input bytes, read and written again
 	// schemaID and sortOrderID are the schema and sort order added was
@@ -160,6 +161,15 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup, bloo
 		return c, fmt.Errorf("compaction of %d files read %d rows, their manifests say %d: nothing committed", len(g.Tasks), written, rows)
 	}
 	c.deleted = rows - written
+	if written == 0 {
+		// Deletes removed every row: the group's files are replaced by
+		// nothing. An empty file would stay in the table for ever, as
+		// a scan plans no file without rows and so no compaction
+		// would take it.
+		_ = fs.Remove(location)
+		c.schemaID, c.sortOrderID = schema.ID, orderID
+		return c, nil
+	}
 	df, err := table.DataFileFromMetadata(table.DataFileArgs{
 		Schema:          schema,
 		Spec:            *spec,

@@ -141,14 +141,19 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 			live[p] = e.File
 		}
 		var apply []walfile.HandoffGroup
+		drop := func(g walfile.HandoffGroup) {
+			res.Dropped++
+			if g.File != "" {
+				res.DroppedFiles = append(res.DroppedFiles, g.File)
+			}
+		}
 		for _, g := range h.Groups {
-			if live[g.File] != nil {
+			if g.File != "" && live[g.File] != nil {
 				res.AlreadyIn++
 				continue
 			}
 			if !allLive(live, g.Replaced) {
-				res.Dropped++
-				res.DroppedFiles = append(res.DroppedFiles, g.File)
+				drop(g)
 				continue
 			}
 			since, err := files.DeletesSince(ctx, h.ReadSequence, g.Replaced, h.ReadSequence == 0)
@@ -156,9 +161,8 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 				return tbl, res, err
 			}
 			if len(since) > 0 {
-				res.Dropped++
+				drop(g)
 				res.DroppedForDeletes++
-				res.DroppedFiles = append(res.DroppedFiles, g.File)
 				continue
 			}
 			apply = append(apply, g)
@@ -180,6 +184,22 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 		rewritten := map[string]bool{}
 		var addedFiles []FileEntry
 		for _, g := range apply {
+			old := make([]iceberg.DataFile, len(g.Replaced))
+			for i, p := range g.Replaced {
+				old[i] = live[p]
+			}
+			if g.File == "" {
+				// Deletes removed every row of its files: they go,
+				// and nothing comes in their place.
+				for _, p := range g.Replaced {
+					rewritten[p] = true
+				}
+				rw.ApplyResult(table.CompactionGroupResult{OldDataFiles: old, BytesBefore: g.ReplacedBytes})
+				res.Applied++
+				res.Bytes += g.ReplacedBytes
+				staged++
+				continue
+			}
 			df := added[g.File]
 			if df == nil {
 				df, err = describeCompacted(ctx, tbl, g)
@@ -195,9 +215,7 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 				}
 				added[g.File] = df
 			}
-			old := make([]iceberg.DataFile, len(g.Replaced))
-			for i, p := range g.Replaced {
-				old[i] = live[p]
+			for _, p := range g.Replaced {
 				rewritten[p] = true
 			}
 			rw.ApplyResult(table.CompactionGroupResult{OldDataFiles: old, NewDataFiles: []iceberg.DataFile{df}, BytesBefore: g.ReplacedBytes})

@@ -54,7 +54,9 @@ type Handoff struct {
 type HandoffGroup struct {
 	// Replaced are the paths of the data files whose rows File holds.
 	Replaced []string `json:"replaced"`
-	// File is the compacted data file's location.
+	// File is the compacted data file's location; empty when deletes
+	// removed every row of the replaced files, which are then replaced
+	// by nothing.
 	File string `json:"file"`
 	// Size is its size in bytes; Rows its row count: the replaced files'
 	// rows together less those their deletes removed.
