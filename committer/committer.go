@@ -49,6 +49,9 @@ type Committer struct {
 	log      *slog.Logger
 	metrics  *metrics
 	interval time.Duration
+	// upsertWaiting is when each upsert segment waiting for another WAL
+	// directory's rows was first held (upsert.go).
+	upsertWaiting map[uuid.UUID]time.Time
 	// store is where the uploader puts the segments' objects, which each
 	// append checks first (objects.go); orphanAge is
 	// maintenance.orphanAgeHours, the age past which the maintainer's
@@ -98,11 +101,12 @@ func New(cfg *config.Config, opts role.Options) (*Committer, error) {
 	}
 	host, _ := os.Hostname()
 	return &Committer{
-		cfg:      cfg,
-		dir:      cfg.Ingestion.WAL.Dir,
-		log:      opts.Logger, // the process's logger names the role
-		metrics:  m,
-		interval: jittered(cfg.CommitInterval(), host+"/"+strconv.Itoa(os.Getpid())),
+		upsertWaiting: map[uuid.UUID]time.Time{},
+		cfg:           cfg,
+		dir:           cfg.Ingestion.WAL.Dir,
+		log:           opts.Logger, // the process's logger names the role
+		metrics:       m,
+		interval:      jittered(cfg.CommitInterval(), host+"/"+strconv.Itoa(os.Getpid())),
 
 		store:     storage.Open(cfg.Catalog.Properties),
 		orphanAge: time.Duration(cfg.Maintenance.OrphanAgeHours * float64(time.Hour)),
@@ -407,7 +411,7 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 			}
 		}
 		if d.Upsert != nil {
-			if files, batch, rows = c.inOffsetOrder(log, d, files, batch); len(batch) == 0 {
+			if files, batch, rows = c.inOffsetOrder(log, d, tbl, files, batch); len(batch) == 0 {
 				return true, nil
 			}
 		}

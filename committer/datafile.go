@@ -3,6 +3,7 @@ package committer
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -23,6 +24,10 @@ type segment struct {
 	// committed is this WAL directory's committed offset of the file's
 	// partition when that offset is not yet past the file (-1: none).
 	committed int64
+	// after is an upsert segment's walfile.MetaUpsertAfter, read with the
+	// footer; hasAfter tells whether it has one.
+	after    int64
+	hasAfter bool
 }
 
 // readFooter reads the Parquet footer of the local ready file once.
@@ -36,6 +41,13 @@ func (s *segment) readFooter() error {
 	}
 	defer r.Close()
 	s.footer = r.MetaData()
+	if v := s.footer.KeyValueMetadata().FindValue(walfile.MetaUpsertAfter); v != nil {
+		after, err := strconv.ParseInt(*v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", filepath.Base(s.ready.Path), walfile.MetaUpsertAfter, err)
+		}
+		s.after, s.hasAfter = after, true
+	}
 	return nil
 }
 

@@ -52,6 +52,9 @@ type metrics struct {
 	// outOfOrder counts upsert segments appended after a later offset of
 	// their Kafka partition was in the table (upsert.go).
 	outOfOrder *prometheus.CounterVec
+	// upsertWaiting is the upsert segments waiting for another WAL
+	// directory's earlier rows of their partition (upsert.go).
+	upsertWaiting *prometheus.GaugeVec
 }
 
 // Sources of an append's table, the values of the source label.
@@ -133,8 +136,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "ingestor_committer_upsert_out_of_order_total",
 			Help: "Segments of an upsert dataset appended after the table already held a later offset of their Kafka partition (another pod's WAL appended first after a rebalance): a key updated on both sides may show its older version.",
 		}, []string{"dataset"}),
+		upsertWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestor_committer_upsert_segments_waiting",
+			Help: "Segments of an upsert dataset waiting, after a rebalance, for another WAL directory's earlier rows of their Kafka partition to be in the table.",
+		}, []string{"dataset"}),
 	}
-	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped, m.handoffs, m.handoffFailures, m.tableLoads, m.handedBack, m.outOfOrder} {
+	for _, c := range []prometheus.Collector{m.commits, m.failures, m.files, m.rows, m.lastCommit, m.commitSeconds, m.waiting, m.deleteFailures, m.quarantined, m.identity, m.stopped, m.handoffs, m.handoffFailures, m.tableLoads, m.handedBack, m.outOfOrder, m.upsertWaiting} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register committer metrics: %w", err)
 		}
@@ -156,6 +163,7 @@ func (m *metrics) initDataset(name string) {
 	}
 	m.identity.WithLabelValues(name)
 	m.outOfOrder.WithLabelValues(name)
+	m.upsertWaiting.WithLabelValues(name)
 	m.stopped.WithLabelValues(name)
 	m.handoffs.WithLabelValues(name, handoffApplied)
 	m.handoffs.WithLabelValues(name, handoffDropped)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -404,7 +405,15 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // versions of their keys, replace the later ones'. The held segments wait
 // for the next pass. files[i] is the data file of batch[i]; rows is the
 // kept files' row count.
-func (c *Committer) inOffsetOrder(log *slog.Logger, d config.Dataset, files []iceberg.DataFile, batch []*segment) ([]iceberg.DataFile, []*segment, int64) {
+//
+// Across WAL directories, a segment that names another directory's last
+// row of its partition (walfile.MetaUpsertAfter, consumer/upsertorder.go)
+// waits until the table, or an earlier segment of the batch, holds that
+// offset: the other directory's older rows first. It waits at most
+// upsertOrderWait, in case the other directory's segments never come (a
+// lost volume); after that it is appended, and the late segment, should
+// it come, is counted out of order.
+func (c *Committer) inOffsetOrder(log *slog.Logger, d config.Dataset, tbl *table.Table, files []iceberg.DataFile, batch []*segment) ([]iceberg.DataFile, []*segment, int64) {
 	in := map[uuid.UUID]bool{}
 	for _, s := range batch {
 		in[s.ready.UUID] = true
@@ -423,24 +432,62 @@ func (c *Committer) inOffsetOrder(log *slog.Logger, d config.Dataset, files []ic
 			first[f.Partition] = f.Start
 		}
 	}
+	covered := map[int32]int64{} // by partition, the last offset the table or the batch holds
+	if v, ok := tbl.Properties()[UpsertOffsets]; ok {
+		var last map[string]lastAppended
+		if err := json.Unmarshal([]byte(v), &last); err == nil {
+			for p, l := range last {
+				if n, err := strconv.Atoi(p); err == nil {
+					covered[int32(n)] = l.Offset
+				}
+			}
+		}
+	}
 	var keptFiles []iceberg.DataFile
 	var kept []*segment
 	var rows int64
-	held := 0
-	for i, s := range batch {
-		if v, ok := first[s.ready.Partition]; ok && s.ready.Start > v {
+	held, waiting := 0, 0
+	blocked := map[int32]bool{}
+	now := time.Now()
+	for i, s := range batch { // batch is in Kafka order (collect)
+		p := s.ready.Partition
+		if v, ok := first[p]; (ok && s.ready.Start > v) || blocked[p] {
 			held++
 			continue
 		}
+		if have, ok := covered[p]; s.hasAfter && (!ok || have < s.after) {
+			since, seen := c.upsertWaiting[s.ready.UUID]
+			if !seen {
+				since = now
+				c.upsertWaiting[s.ready.UUID] = now
+			}
+			if now.Sub(since) < upsertOrderWait {
+				waiting++
+				blocked[p] = true
+				continue
+			}
+			log.Error("upsert segment appended without the other WAL directory's earlier rows of its partition, after waiting for them",
+				"file", s.ready.Name.String(), "partition", p, "waits_for_offset", s.after, "table_holds", have, "waited", upsertOrderWait)
+		}
+		delete(c.upsertWaiting, s.ready.UUID)
+		covered[p] = max(covered[p], s.ready.End)
 		kept = append(kept, s)
 		keptFiles = append(keptFiles, files[i])
 		rows += files[i].Count()
 	}
+	c.metrics.upsertWaiting.WithLabelValues(d.Name).Set(float64(waiting))
 	if held > 0 {
 		log.Info("upsert segments wait for an earlier segment of their Kafka partition", "held", held)
 	}
+	if waiting > 0 {
+		log.Info("upsert segments wait for another WAL directory's earlier rows of their partition to be in the table", "waiting", waiting)
+	}
 	return keptFiles, kept, rows
 }
+
+// upsertOrderWait bounds how long an upsert segment waits for another WAL
+// directory's earlier rows of its partition (inOffsetOrder).
+var upsertOrderWait = 15 * time.Minute
 
 // UpsertOffsets is the table property in which an upsert dataset's
 // appends record, per Kafka partition, the last offset of a segment in
@@ -456,16 +503,17 @@ type lastAppended struct {
 }
 
 // orderProperty checks an upsert batch against what the table holds and
-// returns the property that records the batch. Within one WAL directory
-// inOffsetOrder keeps each key's segments in order (segments of one Kafka
-// partition for different table partitions interleave in offsets, but
-// hold different keys). A segment of another WAL directory whose offsets
-// are not past the table's record was written by another pod before a
-// rebalance and appended after the new owner's: its keys that the new
-// owner also updated now show this segment's older version. That cannot
-// be undone here without the rows' offsets, so it is appended (no row is
-// lost), logged and counted (ingestor_committer_upsert_out_of_order_total,
-// alert IngestorUpsertOutOfOrder); docs/records.md says how to avoid it.
+// returns the property that records the batch. inOffsetOrder keeps each
+// key's segments in order, within one WAL directory (segments of one
+// Kafka partition for different table partitions interleave in offsets,
+// but hold different keys) and across directories, where the new owner
+// of a partition waits for the old owner's rows. A segment of another
+// directory whose offsets are not past the table's record comes only
+// after that wait gave up: its keys that the new owner also updated now
+// show this segment's older version. That cannot be undone here without
+// the rows' offsets, so it is appended (no row is lost), logged and
+// counted (ingestor_committer_upsert_out_of_order_total, alert
+// IngestorUpsertOutOfOrder).
 func (c *Committer) orderProperty(log *slog.Logger, d config.Dataset, tbl *table.Table, batch []*segment) (iceberg.Properties, error) {
 	walID, err := walfile.WALID(c.dir)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
@@ -196,5 +197,43 @@ func TestUpsertCountsAnOlderRangeFromAnotherWAL(t *testing.T) {
 	got, _ := regions(t, e.table("orders"))
 	if len(got) != 5 {
 		t.Fatalf("table = %v, want all 5 keys", got)
+	}
+}
+
+// TestUpsertWaitsForAnotherWALsRows: a segment that names another WAL
+// directory's last row of its partition waits until the table holds it,
+// and after upsertOrderWait goes in anyway (that directory's segments may
+// never come).
+func TestUpsertWaitsForAnotherWALsRows(t *testing.T) {
+	e := newEnv(t, sqliteCatalog(t.TempDir()))
+	upsertOrders(e)
+	oldOwner, newOwner := e.walDir("old"), e.walDir("new")
+	cOld, cNew := newCommitter(t, e.config(oldOwner)), newCommitter(t, e.config(newOwner))
+	e.commitOffset("orders", 0, 20)
+	e.writeSegment(newOwner, "orders", 0, 10, orderRows("o", 2, "new"), true, [2]string{walfile.MetaUpsertAfter, "9"})
+	runPass(t, cNew)
+	if got, _ := regions(t, e.table("orders")); len(got) != 0 {
+		t.Fatalf("the new owner's segment went in before the old owner's rows: %v", got)
+	}
+	if n := testutil.ToFloat64(cNew.metrics.upsertWaiting.WithLabelValues("orders")); n != 1 {
+		t.Fatalf("ingestor_committer_upsert_segments_waiting = %g, want 1", n)
+	}
+	// The old owner's last rows, offsets 8 and 9.
+	e.writeSegment(oldOwner, "orders", 0, 8, orderRows("o", 2, "old"), true)
+	runPass(t, cOld)
+	runPass(t, cNew)
+	got, _ := regions(t, e.table("orders"))
+	if want := map[string]string{"o-0": "new", "o-1": "new"}; !equalMaps(got, want) {
+		t.Fatalf("table = %v, want %v", got, want)
+	}
+
+	// A segment whose wait has lasted upsertOrderWait goes in.
+	defer func(d time.Duration) { upsertOrderWait = d }(upsertOrderWait)
+	upsertOrderWait = 0
+	e.writeSegment(newOwner, "orders", 1, 5, orderRows("p", 1, "new"), true, [2]string{walfile.MetaUpsertAfter, "4"})
+	e.commitOffset("orders", 1, 6)
+	runPass(t, cNew)
+	if got, _ := regions(t, e.table("orders")); got["p-0"] != "new" {
+		t.Fatalf("a segment waited past upsertOrderWait: table = %v", got)
 	}
 }

@@ -108,6 +108,7 @@ func (w *writer) finishAll(segs []closing) (int, error) {
 	}
 	err := g.Wait()
 	for _, c := range finished {
+		w.order.wrote(c.ready)
 		delete(c.st.segs, c.key)
 		w.m.segmentsOpen.WithLabelValues(w.ds.Name).Dec()
 		w.m.rotated.WithLabelValues(w.ds.Name, c.trigger).Inc()

@@ -36,6 +36,7 @@ func (l *loop) loadLedgers(ctx context.Context, cl *kgo.Client, partitions []int
 			}
 		}
 		l.ledgers[p] = led
+		l.w.order.assigned(p, led, l.c.walID)
 	}
 	return nil
 }
@@ -52,6 +53,13 @@ func (l *loop) withLedger(ctx context.Context) context.Context {
 				led, ok := l.ledgers[p.Partition]
 				if !ok {
 					return fmt.Errorf("no commit ledger for partition %d", p.Partition)
+				}
+				if l.w.up != nil {
+					// The rows this directory wrote of the partition: the
+					// next owner's appends wait for them (upsertorder.go).
+					if end, ok := l.w.order.lastOf(p.Partition); ok {
+						led[l.c.walID+walfile.RowsSuffix] = end
+					}
 				}
 				meta := led.With(l.c.walID, p.Offset)
 				p.Metadata = &meta

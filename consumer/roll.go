@@ -46,6 +46,7 @@ func (w *writer) rollLocked(st *partState, key string, seg *segment) error {
 		return err
 	}
 	size := seg.cw.n
+	w.order.wrote(ready)
 	delete(st.segs, key)
 	st.rolled = append(st.rolled, ready)
 	// A crash here, or at any point before the partition's next offset

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -98,7 +99,11 @@ type segment struct {
 	rows   int64
 	// deletes are the positions of an upsert dataset's delete rows,
 	// written into the footer (walfile.MetaDeletes) at finish.
-	deletes  []int64
+	deletes []int64
+	// after, for an upsert dataset, is the last row offset of the
+	// partition that another WAL directory wrote before this one took
+	// the partition over, -1 if none (walfile.MetaUpsertAfter).
+	after    int64
 	pending  int   // rows not yet in a row group (in memory or spilled)
 	pendingB int64 // payload bytes of those rows
 
@@ -164,7 +169,7 @@ func writerProps(mem memory.Allocator, small bool, empty ...string) *parquet.Wri
 func openSegment(dir, topic string, partition int32, schema *arrow.Schema, partitionJSON string, mem memory.Allocator, now time.Time) (*segment, error) {
 	n := walfile.Name{State: walfile.Active, Topic: topic, Partition: partition, UUID: uuid.New()}
 	seg := &segment{
-		name: n, dir: dir, opened: now, first: -1, last: -1,
+		name: n, dir: dir, opened: now, first: -1, last: -1, after: -1,
 		cw:     &countingWriter{},
 		schema: schema, partitionJSON: partitionJSON, mem: mem,
 	}
@@ -438,6 +443,12 @@ func (s *segment) finish() (walfile.Name, error) {
 		if err := addMeta(walfile.MetaDeletes, walfile.EncodeRows(s.deletes)); err != nil {
 			s.close()
 			return walfile.Name{}, fmt.Errorf("segment %s: set delete rows: %w", s.name, err)
+		}
+	}
+	if s.after >= 0 {
+		if err := addMeta(walfile.MetaUpsertAfter, strconv.FormatInt(s.after, 10)); err != nil {
+			s.close()
+			return walfile.Name{}, fmt.Errorf("segment %s: set upsert order: %w", s.name, err)
 		}
 	}
 	if err := s.cw.buffered(closeFile); err != nil {

@@ -55,6 +55,10 @@ type writer struct {
 	// mismatchLogged is when a Kafka key that is not its row's key was
 	// last logged (once a minute).
 	mismatchLogged time.Time
+	// order is what an upsert dataset's segments carry to keep each Kafka
+	// partition's appends in offset order across WAL directories
+	// (upsertorder.go).
+	order upsertOrder
 	row            Row    // DecodeInto's scratch row, reused record after record
 	key            []byte // the partition key of the record, reused likewise
 
@@ -214,6 +218,9 @@ func (w *writer) keyed(ctx context.Context, partition int32, offset int64, kafka
 		}
 		seg.roomy = w.roomy
 		seg.identity = w.identity
+		if w.up != nil {
+			seg.after = w.order.afterOf(partition)
+		}
 		st.segs[string(w.key)] = seg
 		w.m.segmentsOpen.WithLabelValues(w.ds.Name).Inc()
 	}

@@ -183,14 +183,17 @@ func gone(pid int, limit time.Duration) bool {
 // directories (the path is in the test log).
 func TestChaos(t *testing.T) { chaosRounds(t, appendChaos) }
 
-// TestChaosUpserts is TestChaos for an upsert dataset (upsertChaos): one
-// instance, killed and crashed as TestChaos kills its two, the
-// committer also at committer.after-delete-files; at the end the table
-// read with its deletes applied must be the last-write-wins state of what
-// was produced. CHAOS_SEED and CHAOS_RUNS work as for TestChaos.
+// TestChaosUpserts is TestChaos for an upsert dataset (upsertChaos): the
+// same two instances, kills and crashes, the committer also at
+// committer.after-delete-files; each kill of a whole instance moves
+// partitions whose older segments wait in its WAL, so the new owner's
+// appends must wait for them. At the end the table read with its deletes
+// applied must be the last-write-wins state of what was produced, and no
+// segment counted out of order. CHAOS_SEED and CHAOS_RUNS work as for
+// TestChaos.
 func TestChaosUpserts(t *testing.T) { chaosRounds(t, upsertChaos) }
 
-// upsertChaos is shorter than TestChaos's round: one instance, a minute.
+// upsertChaos is shorter than TestChaos's round: a minute.
 var upsertChaos = chaosShape{upserts: true, events: 60_000, produce: 60 * time.Second, minKills: 15}
 
 // chaosRounds runs the rounds of a chaos test of shape.
@@ -266,9 +269,9 @@ func keepOnFailure(t *testing.T, seed uint64, dirs ...string) {
 
 // chaosShape is what a chaos round ingests and how long it kills.
 type chaosShape struct {
-	// upserts runs one instance of an upsert dataset (upsertDataset) and
-	// checks the table against the last-write-wins state of what was
-	// produced; else two instances append chaosEvents events.
+	// upserts runs an upsert dataset (upsertDataset) and checks the table
+	// against the last-write-wins state of what was produced; else the
+	// dataset appends events, each exactly once.
 	upserts  bool
 	events   int64
 	produce  time.Duration
@@ -316,15 +319,9 @@ func chaosRound(t *testing.T, seed uint64, hog bool, shape chaosShape) {
 	}
 	env := []string{failpoint.EnvVar + "=" + strings.Join(fps, ",")}
 	opts := instanceOptions{datasets: ds, maxFileAgeMinutes: 0.05, env: env}
-	// Two pods in one group, except for upserts: across pods a rebalance
-	// can append a partition's segments out of order, which the
-	// committer detects but cannot undo (docs/operations.md, "Upsert
-	// segments out of order").
-	a := w.newInstance("a", opts)
-	ins := []*instance{a}
-	if !shape.upserts {
-		ins = append(ins, w.newInstance("b", opts))
-	}
+	// Two pods in one group: with upserts, every kill of a whole pod
+	// moves partitions whose older segments wait in the dead pod's WAL.
+	ins := []*instance{w.newInstance("a", opts), w.newInstance("b", opts)}
 	var dirs []string
 	for _, in := range ins {
 		defer in.dumpLogs()
@@ -509,6 +506,11 @@ func chaosRound(t *testing.T, seed uint64, hog bool, shape chaosShape) {
 			t.Logf("kills: %s", strings.Join(killLog, ", "))
 			t.Fatalf("the table is not the last-write-wins state: %s", diff)
 		}
+		for _, in := range ins {
+			if n := countLines(in, "upsert segment appended after another WAL directory"); n > 0 {
+				t.Errorf("%s: %d upsert segments appended out of order", in.name, n)
+			}
+		}
 	} else {
 		missing, dup, unexpected, rows := w.exactlyOnce(t, "crash.chaos", 0, shape.events)
 		t.Logf("chaos: %d events over %d partitions, %d table rows; %d SIGKILLs (%s) and %d failpoint crashes in %s of chaos; %d restarts by the test; total %s",
@@ -548,4 +550,13 @@ func describe(m map[string]int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// countLines counts the log lines of an instance's processes that hold s.
+func countLines(in *instance, s string) int {
+	n := 0
+	for _, what := range []string{"run", "consumer", "uploader", "committer"} {
+		n += strings.Count(in.log(what), s)
+	}
+	return n
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icewal/ingestor/shared/failpoint"
+	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // upsertDataset is an upsert dataset on topic: orders keyed by order_id,
@@ -259,4 +261,95 @@ func (w *world) waitState(t *testing.T, name string, want map[int64]int64, limit
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// TestUpsertsAcrossARebalance moves an upsert dataset's partitions from
+// one pod to another while the first still holds segments its committer
+// has not appended (the committer is down): the second pod's segments of
+// the same keys wait until the first pod's are in the table, so the table
+// is the last-write-wins state and nothing is counted out of order.
+func TestUpsertsAcrossARebalance(t *testing.T) {
+	const topic = "ordersmove"
+	w := newWorld(t, worldOptions{topics: []string{topic}, partitions: 2})
+	ds := upsertDataset(topic)
+	o := instanceOptions{datasets: []dataset{ds}, maxFileSizeBytes: 16 << 10}
+	a, b := w.newInstance("movea", o), w.newInstance("moveb", o)
+	defer a.dumpLogs()
+	defer b.dumpLogs()
+	ctx := context.Background()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(w.broker), kgo.DefaultProduceTopic(topic)}, w.genOpts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	s := &orderStream{rng: rand.New(rand.NewPCG(11, 7)), live: map[int64]int64{}}
+	produce := func(n int) {
+		if err := cl.ProduceSync(ctx, s.records(n)...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	until := func(what string, limit time.Duration, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(limit)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %s", what, limit)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	// Pod a reads the first half, without its committer.
+	produce(3000)
+	a.start("consumer")
+	a.start("uploader")
+	until("pod a consumes the first half", 60*time.Second, func() bool {
+		return a.peek("consumer").Sum("ingestor_consumer_records_total") >= 3000
+	})
+	// Its consumer drains (rotates, commits its offsets) and leaves.
+	ac := a.proc("consumer")
+	ac.signal(syscall.SIGTERM)
+	ac.wait(t, 60*time.Second)
+	until("pod a uploads its segments", 60*time.Second, func() bool {
+		ready, uploaded := walStates(t, a.walDir)
+		return ready > 0 && ready == uploaded
+	})
+
+	// Pod b takes the partitions and the second half, which updates and
+	// deletes keys of the first.
+	b.start("run")
+	produce(3000)
+	until("pod b's segments wait for pod a's", 90*time.Second, func() bool {
+		return b.peek("committer").Sum("ingestor_committer_upsert_segments_waiting") > 0
+	})
+	if n := w.tableRows(ctx, ds.table); n > 0 {
+		t.Fatalf("the table holds %d rows while pod a's earlier segments are not appended", n)
+	}
+	a.start("committer")
+	w.waitState(t, ds.table, s.live, 120*time.Second)
+	t.Logf("%d live keys after %d records (%d updates, %d deletes)", len(s.live), s.seq, s.updates, s.deletes)
+	if n := a.scrape("committer").Sum("ingestor_committer_upsert_out_of_order_total"); n != 0 {
+		t.Errorf("pod a's appends counted %g times out of order", n)
+	}
+	a.stop(t, 60*time.Second)
+	b.stop(t, 60*time.Second)
+}
+
+// walStates counts the ready files of a WAL directory and their uploaded_
+// markers.
+func walStates(t *testing.T, dir string) (ready, uploaded int) {
+	t.Helper()
+	files, err := walfile.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		switch f.State {
+		case walfile.Ready:
+			ready++
+		case walfile.Uploaded:
+			uploaded++
+		}
+	}
+	return ready, uploaded
 }

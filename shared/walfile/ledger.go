@@ -71,6 +71,14 @@ func (l Ledger) With(id string, offset int64) string {
 	return b.String()
 }
 
+// RowsSuffix marks the ledger entries of upsert datasets that carry, for
+// a WAL directory, the last Kafka offset of a row it wrote into a ready
+// file of the partition, rather than its committed offset: the offset an
+// upsert table must hold before another directory's later segments of the
+// partition are appended (committer/upsert.go). CommittedFor never
+// matches them, since no WAL id ends with the suffix.
+const RowsSuffix = ".rows"
+
 // CommittedFor returns the offset up to which WAL directory id's own
 // offset commits reached, given the partition's committed offset and its
 // metadata; -1 when none of them did. A commit without a ledger counts as

@@ -38,6 +38,14 @@ type TableIdentity struct {
 // without the key has no delete rows.
 const MetaDeletes = "ingestor.deletes"
 
+// MetaUpsertAfter is the key, in an upsert dataset's ready segment footer,
+// of the last row offset of the segment's Kafka partition that another WAL
+// directory wrote before this one took the partition over (read from the
+// commit ledger, RowsSuffix): the committer appends the segment only once
+// the table holds that offset, so that the other directory's older rows
+// never come after this one's newer ones.
+const MetaUpsertAfter = "ingestor.upsert.after"
+
 // EncodeRows encodes increasing row positions as the base64 of their
 // differences in unsigned varints: a few bytes per position.
 func EncodeRows(rows []int64) string {
