@@ -59,8 +59,8 @@ type writer struct {
 	// partition's appends in offset order across WAL directories
 	// (upsertorder.go).
 	order upsertOrder
-	row            Row    // DecodeInto's scratch row, reused record after record
-	key            []byte // the partition key of the record, reused likewise
+	row   Row    // DecodeInto's scratch row, reused record after record
+	key   []byte // the partition key of the record, reused likewise
 
 	// The per-record counters of this dataset, resolved once.
 	records, rowsWritten prometheus.Counter
