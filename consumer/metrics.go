@@ -8,6 +8,7 @@ type metrics struct {
 	dropped       *prometheus.CounterVec
 	rowsWritten   *prometheus.CounterVec
 	deletes       *prometheus.CounterVec
+	keyMismatches *prometheus.CounterVec
 	segmentsOpen  *prometheus.GaugeVec
 	rotated       *prometheus.CounterVec
 	bytesRotated  *prometheus.CounterVec
@@ -45,6 +46,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"dataset"}),
 		deletes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestor_consumer_deletes_total", Help: "Delete records (deleteWhen or a tombstone) of upsert datasets, written as delete rows.",
+		}, []string{"dataset"}),
+		keyMismatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestor_consumer_upsert_key_mismatches_total", Help: "Records of upsert datasets whose Kafka key is not the value of their one key column (written all the same).",
 		}, []string{"dataset"}),
 		segmentsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ingestor_consumer_segments_open", Help: "Open active_* WAL segments.",
@@ -108,7 +112,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	reg.MustRegister(m.schemaWaiting, m.registryErrors, m.schemasFetched)
-	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.deletes, m.segmentsOpen, m.rotated,
+	reg.MustRegister(m.records, m.dropped, m.rowsWritten, m.deletes, m.keyMismatches, m.segmentsOpen, m.rotated,
 		m.bytesRotated, m.commits, m.commitFails, m.recovered, m.assigned, m.lastRotateAge,
 		m.volumeUsed, m.paused, m.pausedSeconds, m.lag, m.budgetFlushes, m.unassigned, m.stalled, m.rejoins, m.commitsRebalancing)
 	return m

@@ -247,3 +247,25 @@ func zeroValue(t iceberg.Type) any {
 	}
 	return nil
 }
+
+// keyMatches reports whether a record's Kafka key names the row's key, as
+// far as a plain key of one key column can be compared: a Kafka key that
+// is not the key column's value may put versions of one key in several
+// Kafka partitions, where they have no order. An empty key, a JSON key and
+// keys of several columns are not compared.
+func (u *upserter) keyMatches(kafkaKey []byte, row Row) bool {
+	if len(kafkaKey) == 0 || kafkaKey[0] == '{' || len(u.keyIdx) != 1 {
+		return true
+	}
+	switch v := row[u.keyIdx[0]].(type) {
+	case string:
+		return v == string(kafkaKey)
+	case int64:
+		k, err := strconv.ParseInt(string(kafkaKey), 10, 64)
+		return err == nil && k == v
+	case int32:
+		k, err := strconv.ParseInt(string(kafkaKey), 10, 32)
+		return err == nil && int32(k) == v
+	}
+	return true
+}

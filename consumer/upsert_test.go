@@ -105,3 +105,19 @@ func TestUpsertRefusesATableThatCannotCarryKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestUpserterComparesTheKafkaKey: a plain Kafka key that is not the row's
+// one key column is a mismatch; a JSON or empty key is not compared.
+func TestUpserterComparesTheKafkaKey(t *testing.T) {
+	ds := config.Dataset{Name: "orders", Table: "shop.orders", Upsert: &config.Upsert{KeyColumns: []string{"order_id"}}}
+	u, err := newUpserter(ds, jsonFormat(nil), upsertSchema(), *iceberg.UnpartitionedSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := Row{int64(7), "x", nil, nil}
+	for key, want := range map[string]bool{"7": true, "8": false, "seven": false, "": true, `{"order_id": 8}`: true} {
+		if got := u.keyMatches([]byte(key), row); got != want {
+			t.Errorf("Kafka key %q for order 7: match %v, want %v", key, got, want)
+		}
+	}
+}

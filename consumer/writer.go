@@ -52,8 +52,11 @@ type writer struct {
 	m   *metrics
 	dec *recordDecoder
 	up  *upserter // nil unless the dataset upserts (upsert.go)
-	row Row       // DecodeInto's scratch row, reused record after record
-	key []byte    // the partition key of the record, reused likewise
+	// mismatchLogged is when a Kafka key that is not its row's key was
+	// last logged (once a minute).
+	mismatchLogged time.Time
+	row            Row    // DecodeInto's scratch row, reused record after record
+	key            []byte // the partition key of the record, reused likewise
 
 	// The per-record counters of this dataset, resolved once.
 	records, rowsWritten prometheus.Counter
@@ -217,6 +220,14 @@ func (w *writer) keyed(ctx context.Context, partition int32, offset int64, kafka
 	if isDelete {
 		seg.markDelete()
 		w.m.deletes.WithLabelValues(w.ds.Name).Inc()
+	}
+	if w.up != nil && !w.up.keyMatches(kafkaKey, row) {
+		w.m.keyMismatches.WithLabelValues(w.ds.Name).Inc()
+		if now := time.Now(); now.Sub(w.mismatchLogged) >= time.Minute {
+			w.mismatchLogged = now
+			w.log.Warn("upsert record's Kafka key is not its key column: versions of one key may be in several Kafka partitions, where they have no order; the row is written",
+				"topic", w.ds.Topic, "partition", partition, "offset", offset, "kafka_key", truncate(string(kafkaKey), 64))
+		}
 	}
 	if err := seg.append(row, offset, len(payload)); err != nil {
 		return err

@@ -192,24 +192,8 @@ func TestUpserts(t *testing.T) {
 			}
 			wait := func(phase string) {
 				t.Helper()
-				deadline := time.Now().Add(120 * time.Second)
-				for {
-					got, twice, err := w.tableState(ctx, ds.table)
-					diff := "table not readable yet"
-					if err == nil {
-						diff = diffState(s.live, got, twice)
-					} else {
-						diff = err.Error()
-					}
-					if diff == "" {
-						t.Logf("%s: %d live keys after %d records (%d updates, %d deletes)", phase, len(s.live), s.seq, s.updates, s.deletes)
-						return
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%s: after 120 s the table is not the last-write-wins state: %s", phase, diff)
-					}
-					time.Sleep(500 * time.Millisecond)
-				}
+				w.waitState(t, ds.table, s.live, 120*time.Second)
+				t.Logf("%s: %d live keys after %d records (%d updates, %d deletes)", phase, len(s.live), s.seq, s.updates, s.deletes)
 			}
 			produce(3000)
 			in.start("run")
@@ -226,5 +210,53 @@ func TestUpserts(t *testing.T) {
 			}
 			in.stop(t, 60*time.Second)
 		})
+	}
+}
+
+// produceOrders produces n records of the stream s at rate records a
+// second, in batches.
+func (w *world) produceOrders(ctx context.Context, topic string, s *orderStream, n int64, rate int) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(w.broker), kgo.DefaultProduceTopic(topic)}, w.genOpts...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	const batch = 500
+	every := time.Duration(float64(time.Second) * batch / float64(max(rate, 1)))
+	next := time.Now()
+	for sent := int64(0); sent < n; sent += batch {
+		if err := cl.ProduceSync(ctx, s.records(int(min(batch, n-sent)))...).FirstErr(); err != nil {
+			return err
+		}
+		next = next.Add(every)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(next)):
+		}
+	}
+	return nil
+}
+
+// waitState waits until the table read with its deletes applied is want,
+// the last-write-wins state.
+func (w *world) waitState(t *testing.T, name string, want map[int64]int64, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		got, twice, err := w.tableState(context.Background(), name)
+		diff := ""
+		if err != nil {
+			diff = err.Error()
+		} else {
+			diff = diffState(want, got, twice)
+		}
+		if diff == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s the table is not the last-write-wins state: %s", limit, diff)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

@@ -1,9 +1,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"iter"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -387,5 +393,58 @@ func TestHealthCountsDeletes(t *testing.T) {
 	}
 	if rows != f.ledger.liveKeys() {
 		t.Errorf("full scan read %d rows, want the %d live keys", rows, f.ledger.liveKeys())
+	}
+}
+
+// TestBenchUpsertsSmoke runs `ingestor bench --upserts 0.3` small in each
+// value format, through the built binary and the whole record path: the
+// table it leaves must be the last-write-wins state of what was produced,
+// deletes by op and by tombstone included.
+func TestBenchUpsertsSmoke(t *testing.T) {
+	bin := ingestorBinary(t)
+	// The row key is the Kafka key: another key is refused before
+	// anything starts.
+	if err := exec.Command(bin, "bench", "--upserts", "0.3", "--kafka-key", "tenant").Run(); err == nil {
+		t.Error("--upserts with --kafka-key tenant was accepted")
+	}
+	const events = 20_000
+	for _, format := range []string{config.FormatJSON, config.FormatAvro, config.FormatProtobuf} {
+		t.Run(format, func(t *testing.T) {
+			out := t.TempDir()
+			cmd := exec.Command(bin, "bench", "--upserts", "0.3", "--format", format,
+				"--events", strconv.Itoa(events), "--tenants", "16",
+				"--max-file-age-minutes", "0.05", "--commit-interval-seconds", "1",
+				"--out", out, "--timeout", "3m")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				log, _ := os.ReadFile(filepath.Join(out, "ingestor.log"))
+				if len(log) > 8000 {
+					log = log[len(log)-8000:]
+				}
+				t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s\ningestor log (tail):\n%s", err, &stdout, &stderr, log)
+			}
+			lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+			var r Result
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+				t.Fatal(err)
+			}
+			u := r.Upserts
+			if u == nil || !u.LastWriteWins || !r.ExactlyOnce {
+				t.Fatalf("not the last-write-wins state: %+v", u)
+			}
+			if u.Inserts+u.Updates+u.Deletes != events || u.Updates == 0 || u.Deletes == 0 || u.Tombstones == 0 || u.Tombstones == u.Deletes {
+				t.Errorf("produced %d inserts, %d updates, %d deletes (%d tombstones) of %d events", u.Inserts, u.Updates, u.Deletes, u.Tombstones, events)
+			}
+			if u.LiveKeysExpected == 0 || u.LiveKeysFound != u.LiveKeysExpected || u.LiveRows != u.LiveKeysExpected || u.LiveKeysExpected >= u.Inserts {
+				t.Errorf("live keys expected %d, found %d in %d rows, of %d inserted", u.LiveKeysExpected, u.LiveKeysFound, u.LiveRows, u.Inserts)
+			}
+			if r.KafkaKey != KeyEvent || r.RowsPerCPUSec <= 0 || r.Events != events {
+				t.Errorf("keyed by %s, %v rows per CPU-second, %d events", r.KafkaKey, r.RowsPerCPUSec, r.Events)
+			}
+			if !strings.Contains(stderr.String(), "rows per CPU-second; upserts:") {
+				t.Errorf("no summary line on stderr:\n%s", &stderr)
+			}
+		})
 	}
 }
