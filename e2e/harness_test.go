@@ -269,6 +269,9 @@ type instanceOptions struct {
 	upkeep bool
 	// compactionFanIn is maintenance.compactionFanIn; 0 leaves compaction off.
 	compactionFanIn int
+	// maxManifests is maintenance.maxManifests with upkeep; 0 is 1, a
+	// manifest rewrite at nearly every pass.
+	maxManifests int
 	// stallTimeoutSeconds is ingestion.stallTimeoutSeconds and
 	// diskHighWatermarkPct ingestion.wal.diskHighWatermarkPct; 0 keeps the
 	// default.
@@ -358,7 +361,7 @@ catalog:
 		fmt.Fprintf(&b, "maintenance: {%s}\n", lease[2:])
 	}
 	if o.upkeep {
-		fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: 1, compactionFanIn: %d%s}\n", o.compactionFanIn, lease)
+		fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: %d, compactionFanIn: %d%s}\n", max(o.maxManifests, 1), o.compactionFanIn, lease)
 		upkeepProps = `      properties: {history.expire.max-snapshot-age-ms: "3000", history.expire.min-snapshots-to-keep: "1"}
 `
 	}

@@ -107,11 +107,12 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup, bloo
 	}
 	// Small inputs are read in one request each (wholeread.go). The scan
 	// applies the deletes the plan attached to each task. Measured
-	// (BenchmarkCompactGroup, 16 segments of 4,096 rows, 30 % of each
-	// segment's rows updating earlier keys): 145-230k input rows/s
-	// against 454k append-only, of which building the equality-delete
-	// sets takes about a third; reading the delete files here instead
-	// would save at most that, for a generic key comparison of our own.
+	// (BenchmarkCompactGroup -cpu 1, 16 segments of 4,096 rows, 30 % of
+	// each segment's rows updating earlier keys, on a loaded machine):
+	// 156-445k input rows/s against 632-775k append-only, of which
+	// building the equality-delete sets takes about a third; reading
+	// the delete files here instead would save at most that, for a
+	// generic key comparison of our own.
 	_, records, err := wholeReads(tbl, sizes).Scan().ReadTasks(ctx, g.Tasks)
 	if err != nil {
 		return c, fmt.Errorf("read %d files: %w", len(g.Tasks), err)
