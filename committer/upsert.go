@@ -336,11 +336,11 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, files []iceberg
 		if err != nil {
 			return nil, fmt.Errorf("position-delete file %s: %w", location, err)
 		}
-		if len(g.files) == 1 {
-			// Lets a reader (and the row delta's check) match the file to
-			// its one data file without reading it.
-			b = b.ReferencedDataFile(files[g.files[0]].FilePath())
-		}
+		// No referenced_data_file, even for one data file: iceberg-go's
+		// row delta checks that file against the table's head when it
+		// retries after another writer's commit, and the file is one this
+		// same delta adds, so every retry would fail. Readers match the
+		// file by partition and by its file_path bounds.
 		out = append(out, b.Build())
 	}
 	return out, nil

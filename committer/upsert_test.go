@@ -237,3 +237,34 @@ func TestUpsertWaitsForAnotherWALsRows(t *testing.T) {
 		t.Fatalf("a segment waited past upsertOrderWait: table = %v", got)
 	}
 }
+
+// TestUpsertLandsAfterAConflict: another committer appends while an
+// upsert append holding a position delete is about to commit; the append
+// conflicts, reloads and lands on the retry with its deletes.
+func TestUpsertLandsAfterAConflict(t *testing.T) {
+	e := newEnv(t, sqliteCatalog(t.TempDir()))
+	upsertOrders(e)
+	walA, walB := e.walDir("wal-a"), e.walDir("wal-b")
+	// o-0 twice in one segment: a position delete for its first row.
+	e.writeSegment(walA, "orders", 0, 0, append(orderRows("o", 2, "old"), orderRows("o", 1, "new")...), true)
+	e.writeSegment(walB, "orders", 1, 0, orderRows("p", 2, "b"), true)
+	e.commitOffset("orders", 0, 3)
+	e.commitOffset("orders", 1, 2)
+	ca, cb := newCommitter(t, e.config(walA)), newCommitter(t, e.config(walB))
+	ca.beforeCommit = func(ctx context.Context, dataset string, attempt int) {
+		if attempt == 1 {
+			runPass(t, cb)
+		}
+	}
+	runPass(t, ca)
+	got, n := regions(t, e.table("orders"))
+	if want := map[string]string{"o-0": "new", "o-1": "old", "p-0": "b", "p-1": "b"}; !equalMaps(got, want) {
+		t.Fatalf("table = %v, want %v", got, want)
+	}
+	if n["o-0"] != 1 {
+		t.Errorf("o-0 read %d times", n["o-0"])
+	}
+	if c := testutil.ToFloat64(ca.metrics.commits.WithLabelValues("orders")); c != 1 {
+		t.Errorf("the first committer made %g commits, want 1 (after its conflict)", c)
+	}
+}

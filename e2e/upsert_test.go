@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/icewal/ingestor/shared/failpoint"
-	"github.com/icewal/ingestor/shared/walfile"
 )
 
 // upsertDataset is an upsert dataset on topic: orders keyed by order_id,
@@ -311,7 +310,7 @@ func TestUpsertsAcrossARebalance(t *testing.T) {
 	ac.signal(syscall.SIGTERM)
 	ac.wait(t, 60*time.Second)
 	until("pod a uploads its segments", 60*time.Second, func() bool {
-		ready, uploaded := walStates(t, a.walDir)
+		_, uploaded, ready := walHolds(t, a.walDir)
 		return ready > 0 && ready == uploaded
 	})
 
@@ -333,23 +332,4 @@ func TestUpsertsAcrossARebalance(t *testing.T) {
 	}
 	a.stop(t, 60*time.Second)
 	b.stop(t, 60*time.Second)
-}
-
-// walStates counts the ready files of a WAL directory and their uploaded_
-// markers.
-func walStates(t *testing.T, dir string) (ready, uploaded int) {
-	t.Helper()
-	files, err := walfile.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		switch f.State {
-		case walfile.Ready:
-			ready++
-		case walfile.Uploaded:
-			uploaded++
-		}
-	}
-	return ready, uploaded
 }
