@@ -41,13 +41,10 @@ func TestUpsertsWithUpkeep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			ds := upsertDataset(topics[i])
-			// No manifest rewrite: the maintainer's own commits at
-			// every second would race the committer's upsert appends,
-			// whose row delta iceberg-go then refuses at every retry (a
-			// position delete naming a data file of the same delta is
-			// checked against the moved head, which cannot hold it).
-			// Compaction's replace is the committer's own commit.
-			o := instanceOptions{datasets: []dataset{ds}, maxFileSizeBytes: 16 << 10, upkeep: true, compactionFanIn: fanIn, maxManifests: 1 << 20}
+			// The maintainer expires and rewrites manifests every
+			// second: its commits race the committer's row deltas,
+			// which must land on the retry.
+			o := instanceOptions{datasets: []dataset{ds}, maxFileSizeBytes: 16 << 10, upkeep: true, compactionFanIn: fanIn}
 			marker := filepath.Join(w.dir, "fired-upsert-upkeep-"+strconv.Itoa(i))
 			if tc.point != "" {
 				o.env = []string{failpoint.EnvVar + "=" + tc.point + "=1@" + marker}
