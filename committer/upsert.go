@@ -337,10 +337,11 @@ func writePositionDeletes(ctx context.Context, tbl *table.Table, files []iceberg
 			return nil, fmt.Errorf("position-delete file %s: %w", location, err)
 		}
 		// No referenced_data_file, even for one data file: iceberg-go's
-		// row delta checks that file against the table's head when it
-		// retries after another writer's commit, and the file is one this
-		// same delta adds, so every retry would fail. Readers match the
-		// file by partition and by its file_path bounds.
+		// row delta checks that file against the table's head before the
+		// commit (on every attempt once the table has a snapshot), and
+		// the file is one this same delta adds, so the check would always
+		// fail. Readers match the file by partition and by its file_path
+		// bounds.
 		out = append(out, b.Build())
 	}
 	return out, nil
