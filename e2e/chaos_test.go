@@ -193,8 +193,8 @@ func TestChaos(t *testing.T) { chaosRounds(t, appendChaos) }
 // TestChaos.
 func TestChaosUpserts(t *testing.T) { chaosRounds(t, upsertChaos) }
 
-// upsertChaos is shorter than TestChaos's round: a minute.
-var upsertChaos = chaosShape{upserts: true, events: 60_000, produce: 60 * time.Second, minKills: 15}
+// upsertChaos is shorter than TestChaos's round: 40 seconds of production.
+var upsertChaos = chaosShape{upserts: true, events: 40_000, produce: 40 * time.Second, minKills: 10}
 
 // chaosRounds runs the rounds of a chaos test of shape.
 func chaosRounds(t *testing.T, shape chaosShape) {
