@@ -55,6 +55,10 @@ type compacted struct {
 	deleted int64
 }
 
+// rewriteReaders is how many input files (and delete files) a
+// compaction reads at once.
+const rewriteReaders = 16
+
 // withDeletes reports whether a delete file applies to some of tasks.
 func withDeletes(tasks []table.FileScanTask) bool {
 	for _, t := range tasks {
@@ -113,7 +117,13 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup, bloo
 	// building the equality-delete sets takes about a third; reading
 	// the delete files here instead would save at most that, for a
 	// generic key comparison of our own.
-	_, records, err := wholeReads(tbl, sizes).Scan().ReadTasks(ctx, g.Tasks)
+	//
+	// The reads are bound by the store's latency, not the CPU: a group
+	// of a thousand small segments read two at a time (iceberg-go's
+	// default, GOMAXPROCS) spends most of a pass waiting. rewriteReaders
+	// tasks are read at once; the scan still returns them in order, each
+	// worker holding at most one small task's rows.
+	_, records, err := wholeReads(tbl, sizes).Scan(table.WithMaxConcurrency(rewriteReaders)).ReadTasks(ctx, g.Tasks)
 	if err != nil {
 		return c, fmt.Errorf("read %d files: %w", len(g.Tasks), err)
 	}
