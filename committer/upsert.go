@@ -434,14 +434,12 @@ func (c *Committer) inOffsetOrder(log *slog.Logger, d config.Dataset, tbl *table
 		}
 	}
 	covered := map[int32]int64{} // by partition, the last offset the table or the batch holds
-	if v, ok := tbl.Properties()[UpsertOffsets]; ok {
-		var last map[string]lastAppended
-		if err := json.Unmarshal([]byte(v), &last); err == nil {
-			for p, l := range last {
-				if n, err := strconv.Atoi(p); err == nil {
-					covered[int32(n)] = l.Offset
-				}
-			}
+	// A malformed record covers nothing here; orderProperty refuses the
+	// append with its error.
+	last, _ := upsertOffsets(tbl)
+	for p, l := range last {
+		if n, err := strconv.Atoi(p); err == nil {
+			covered[int32(n)] = l.Offset
 		}
 	}
 	var keptFiles []iceberg.DataFile
@@ -503,6 +501,17 @@ type lastAppended struct {
 	WAL    string `json:"w"`
 }
 
+// upsertOffsets reads tbl's UpsertOffsets record, by Kafka partition.
+func upsertOffsets(tbl *table.Table) (map[string]lastAppended, error) {
+	last := map[string]lastAppended{}
+	if v, ok := tbl.Properties()[UpsertOffsets]; ok {
+		if err := json.Unmarshal([]byte(v), &last); err != nil {
+			return map[string]lastAppended{}, fmt.Errorf("table property %s: %w", UpsertOffsets, err)
+		}
+	}
+	return last, nil
+}
+
 // orderProperty checks an upsert batch against what the table holds and
 // returns the property that records the batch. inOffsetOrder keeps each
 // key's segments in order, within one WAL directory (segments of one
@@ -520,11 +529,9 @@ func (c *Committer) orderProperty(log *slog.Logger, d config.Dataset, tbl *table
 	if err != nil {
 		return nil, err
 	}
-	last := map[string]lastAppended{}
-	if v, ok := tbl.Properties()[UpsertOffsets]; ok {
-		if err := json.Unmarshal([]byte(v), &last); err != nil {
-			return nil, fmt.Errorf("table property %s: %w", UpsertOffsets, err)
-		}
+	last, err := upsertOffsets(tbl)
+	if err != nil {
+		return nil, err
 	}
 	for _, s := range batch {
 		p := strconv.Itoa(int(s.ready.Partition))
