@@ -43,8 +43,6 @@ type TableFiles struct {
 	Deletes []FileEntry          // position, equality and deletion vectors
 	meta    table.Metadata
 	fs      icebergio.IO
-	// targets caches the data files each position-delete file names.
-	targets map[string][]string
 }
 
 // ReadTableFiles reads the live files of tbl's current snapshot.
@@ -53,7 +51,7 @@ func ReadTableFiles(ctx context.Context, tbl *table.Table) (*TableFiles, error) 
 	if err != nil {
 		return nil, err
 	}
-	tf := &TableFiles{Data: map[string]FileEntry{}, meta: tbl.Metadata(), fs: fs, targets: map[string][]string{}}
+	tf := &TableFiles{Data: map[string]FileEntry{}, meta: tbl.Metadata(), fs: fs}
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
 		return tf, nil
@@ -121,24 +119,30 @@ func (tf *TableFiles) eqApplies(d, in FileEntry) bool {
 // Targets returns the paths of the data files a position-delete file or
 // deletion vector deletes rows of: its referenced data file, or the one
 // its file_path bounds both name, else the file_path column read from
-// the file itself (cached).
+// the file itself (cached for the life of the process, deleteTargets).
 func (tf *TableFiles) Targets(ctx context.Context, d iceberg.DataFile) ([]string, error) {
-	if ref := d.ReferencedDataFile(); ref != nil {
-		return []string{*ref}, nil
-	}
-	lo, hi := d.LowerBoundValues()[filePathFieldID], d.UpperBoundValues()[filePathFieldID]
-	if lo != nil && string(lo) == string(hi) {
-		return []string{string(lo)}, nil
-	}
-	if t, ok := tf.targets[d.FilePath()]; ok {
+	if t, ok := knownTargets(d); ok {
 		return t, nil
 	}
 	t, err := readDeletePaths(tf.fs, d.FilePath())
 	if err != nil {
 		return nil, err
 	}
-	tf.targets[d.FilePath()] = t
+	deleteTargets.put(d.FilePath(), t)
 	return t, nil
+}
+
+// knownTargets returns a position delete's targets where the manifest or
+// the cache tells them, without reading the file.
+func knownTargets(d iceberg.DataFile) ([]string, bool) {
+	if ref := d.ReferencedDataFile(); ref != nil {
+		return []string{*ref}, true
+	}
+	lo, hi := d.LowerBoundValues()[filePathFieldID], d.UpperBoundValues()[filePathFieldID]
+	if lo != nil && string(lo) == string(hi) {
+		return []string{string(lo)}, true
+	}
+	return deleteTargets.get(d.FilePath())
 }
 
 // readDeletePaths reads the distinct file_path values of a position-delete
@@ -202,6 +206,15 @@ func (tf *TableFiles) DeletesSince(ctx context.Context, read int64, paths []stri
 			parts[e.Partition] = true
 		}
 	}
+	var unread []iceberg.DataFile
+	for _, d := range tf.Deletes {
+		if d.Seq > read && d.File.ContentType() == iceberg.EntryContentPosDeletes && parts[d.Partition] {
+			unread = append(unread, d.File)
+		}
+	}
+	if err := tf.prefetchTargets(ctx, unread); err != nil {
+		return nil, err
+	}
 	var out []iceberg.DataFile
 	for _, d := range tf.Deletes {
 		if d.Seq < 0 {
@@ -263,6 +276,15 @@ func (tf *TableFiles) Dead(ctx context.Context, rewritten map[string]bool, added
 		if e, ok := tf.Data[p]; ok {
 			parts[e.Partition] = true
 		}
+	}
+	var read []iceberg.DataFile
+	for _, d := range tf.Deletes {
+		if d.File.ContentType() == iceberg.EntryContentPosDeletes && parts[d.Partition] {
+			read = append(read, d.File)
+		}
+	}
+	if err := tf.prefetchTargets(ctx, read); err != nil {
+		return nil, err
 	}
 	for _, d := range tf.Deletes {
 		if d.File.ContentType() != iceberg.EntryContentPosDeletes || !parts[d.Partition] {

@@ -126,4 +126,19 @@ func TestPositionDeleteTargetsAndDeath(t *testing.T) {
 			t.Errorf("dead after rewriting %v: %d (%v), want dead %v", tc.rewritten, len(dead), err, tc.dead)
 		}
 	}
+
+	// The next hand-off reads the table's files anew, but not the delete
+	// file: what it names was learnt once. With the object gone (a read
+	// that would fail), its targets are still known.
+	if err := fs.Remove(loc); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ReadTableFiles(ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := again.Dead(ctx, map[string]bool{paths[0]: true, paths[1]: true}, nil)
+	if err != nil || len(dead) != 1 {
+		t.Errorf("dead after rewriting a and b, on a second read of the table: %d (%v), want the delete file without reading it again", len(dead), err)
+	}
 }

@@ -1,0 +1,99 @@
+package tables
+
+import (
+	"context"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+)
+
+// deleteTargets remembers, for the life of the process, the data files
+// each position-delete file names. A delete file is never rewritten in
+// place (its name is new for each), so what was read once stays true.
+// Without it every compaction hand-off read again every position-delete
+// file of the partitions it rewrote: an upsert table writes one per
+// partition per commit, and once upkeep fell behind, a hand-off spent
+// its whole deadline on those reads and was retried a minute later, for
+// ever, while the appends waited behind it.
+var deleteTargets = &targetCache{m: map[string][]string{}}
+
+// targetCacheMax bounds deleteTargets: past it the cache starts again
+// empty, at the cost of reading the live files once more. A file names
+// a few dozen data files at most; this is some tens of MiB.
+const targetCacheMax = 100_000
+
+// targetReaders is how many position-delete files prefetchTargets reads
+// at once: the reads wait on the store, not the CPU.
+const targetReaders = 16
+
+type targetCache struct {
+	mu sync.Mutex
+	m  map[string][]string
+}
+
+func (c *targetCache) get(path string) ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.m[path]
+	return t, ok
+}
+
+func (c *targetCache) put(path string, t []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= targetCacheMax {
+		clear(c.m)
+	}
+	c.m[path] = t
+}
+
+// prefetchTargets reads the targets of those of ds not known yet,
+// targetReaders at a time, into deleteTargets; the first error is
+// returned, and what was read before it stays cached for the next try.
+func (tf *TableFiles) prefetchTargets(ctx context.Context, ds []iceberg.DataFile) error {
+	var todo []string
+	for _, d := range ds {
+		if _, ok := knownTargets(d); !ok {
+			todo = append(todo, d.FilePath())
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	next := make(chan string)
+	for range min(targetReaders, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for path := range next {
+				t, err := readDeletePaths(tf.fs, path)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					continue
+				}
+				deleteTargets.put(path, t)
+			}
+		}()
+	}
+	for _, path := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- path
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
