@@ -449,12 +449,22 @@ func (b *runner) measure(ctx context.Context) (*Result, error) {
 	}
 
 	// A soak with idle compaction runs on until the partitions are idle
-	// and a few passes have merged them, as the end of a day would.
+	// and upkeep has merged them, as the end of a day would.
 	if b.soakState != nil && b.o.Maintenance != nil && *b.o.Maintenance && b.o.IdleCompactionMinutes > 0 {
-		wait := time.Duration((b.o.IdleCompactionMinutes*60+5*b.o.MaintenanceIntervalSeconds+3*b.o.CommitIntervalSeconds)*float64(time.Second)) + 5*time.Second
-		b.say("%4.0fs soak: waiting %s for the idle partitions' compaction", time.Since(t0).Seconds(), wait.Round(time.Second))
+		wait := time.Duration((b.o.IdleCompactionMinutes*60+3*b.o.CommitIntervalSeconds)*float64(time.Second)) + 5*time.Second
+		b.say("%4.0fs soak: waiting %s for the partitions to go idle", time.Since(t0).Seconds(), wait.Round(time.Second))
 		if err := b.sleep(ctx, wait); err != nil {
 			return nil, err
+		}
+		took, settled, err := b.settleUpkeep(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.soakState.settle, b.soakState.settled = took, settled
+		if settled {
+			b.say("%4.0fs soak: upkeep caught up %s later (two compaction passes with nothing to rewrite)", time.Since(t0).Seconds(), took.Round(time.Second))
+		} else {
+			b.say("%4.0fs soak: upkeep had not caught up after %s; stopping anyway", time.Since(t0).Seconds(), took.Round(time.Second))
 		}
 	}
 

@@ -59,6 +59,8 @@ type soakState struct {
 	ledger    writeLedger
 	metric    float64 // rewrittenMetric, -1 while no role exports it
 	points    []Health
+	settle    time.Duration // settleUpkeep's wait after the idle time
+	settled   bool          // whether upkeep caught up within it
 }
 
 // soak follows the committer until it has made o.SoakCommits appends,
@@ -264,11 +266,17 @@ type SoakResult struct {
 	// are all of them in order, that one included.
 	Health      *Health  `json:"health"`
 	Checkpoints []Health `json:"checkpoints"`
+	// UpkeepSettleSeconds is how long upkeep took, after the partitions
+	// went idle, to find nothing more to compact twice in a row;
+	// UpkeepSettled is false when it had not by upkeepSettleLimit.
+	UpkeepSettleSeconds float64 `json:"upkeep_settle_seconds"`
+	UpkeepSettled       bool    `json:"upkeep_settled"`
 }
 
 // result returns the soak run's figures.
 func (st *soakState) result(commits int) *SoakResult {
-	r := &SoakResult{SoakCommits: commits, Checkpoints: st.points}
+	r := &SoakResult{SoakCommits: commits, Checkpoints: st.points,
+		UpkeepSettleSeconds: st.settle.Seconds(), UpkeepSettled: st.settled}
 	if len(st.points) > 0 {
 		last := st.points[len(st.points)-1]
 		r.Health = &last
@@ -277,4 +285,55 @@ func (st *soakState) result(commits int) *SoakResult {
 	slices.Sort(first)
 	r.CommitFirst100P50Ms, r.CommitFirst100P95Ms = quantile(first, 0.5), quantile(first, 0.95)
 	return r
+}
+
+// upkeepSettleLimit bounds settleUpkeep: a maintainer that has not caught
+// up by then is reported (UpkeepSettled false), and the run goes on.
+const upkeepSettleLimit = 20 * time.Minute
+
+// settleUpkeep waits, once the table holds every event and the
+// partitions have gone idle, until upkeep has caught up as it would by
+// the end of a quiet evening: two compaction passes in a row that found
+// nothing to rewrite, with no hand-off waiting for the committer. A
+// fixed wait does not do: a pass over an upsert table of a thousand
+// commits applies its deletes to whole partitions and takes minutes, and
+// a run that stopped in the middle of it would score the table upkeep
+// was still working on. It returns how long it waited and whether upkeep
+// settled within upkeepSettleLimit.
+func (b *runner) settleUpkeep(ctx context.Context) (time.Duration, bool, error) {
+	addr, err := metrics.RoleAddress(b.cfg, role.Maintainer)
+	if err != nil || addr == "" {
+		return 0, false, fmt.Errorf("the maintainer's metrics address: %v", err)
+	}
+	start := time.Now()
+	const compact = `step="compact"`
+	lastPass, lastRuns := -1.0, -1.0
+	quiet := 0
+	for time.Since(start) < upkeepSettleLimit {
+		if err := b.sleep(ctx, 500*time.Millisecond); err != nil {
+			return time.Since(start), false, err
+		}
+		s, err := devenv.Scrape(ctx, addr)
+		if err != nil {
+			continue // a maintainer restarting; its next pass counts
+		}
+		pass := s.Sum("ingestor_maintainer_last_step_timestamp_seconds", compact)
+		runs := s.Sum("ingestor_maintainer_steps_total", compact)
+		waiting := s.Sum("ingestor_maintainer_compactions_waiting")
+		if pass == lastPass {
+			continue
+		}
+		// A pass finished since the last scrape (or several: then at
+		// least the last of them found nothing if runs is unchanged).
+		if lastPass >= 0 && runs == lastRuns && waiting == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		lastPass, lastRuns = pass, runs
+		if quiet >= 2 {
+			return time.Since(start), true, nil
+		}
+	}
+	return time.Since(start), false, nil
 }

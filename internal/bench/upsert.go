@@ -295,6 +295,9 @@ type UpsertResult struct {
 	PositionDeleteFiles int     `json:"position_delete_files"`
 	DeleteFileRows      int64   `json:"delete_file_rows"`
 	FullScanSeconds     float64 `json:"full_scan_seconds"`
+	// AppendOnly is a soak's full scan beside that of its live rows
+	// written append-only (appendOnlyScan).
+	AppendOnly *AppendOnlyScan `json:"append_only_scan,omitempty"`
 }
 
 // result is the score as the run reports it.
@@ -363,6 +366,15 @@ func (b *runner) scoreUpserts(ctx context.Context, tbl *table.Table, r *Result) 
 		last := &r.Checkpoints[len(r.Checkpoints)-1]
 		last.FullScanRows, last.FullScanMs = s.rows, round(float64(s.scan.Microseconds())/1e3, 1)
 		r.Health = last
+	}
+	if r.SoakResult != nil {
+		a, err := appendOnlyScan(ctx, b.cat, tbl)
+		if err != nil {
+			return err
+		}
+		r.Upserts.AppendOnly = a
+		b.say("upserts: full scan %.0f ms with the deletes applied; the same %d live rows written append-only (%d files) %.0f ms: %.2fx",
+			a.UpsertScanMs, a.Rows, a.DataFiles, a.ScanMs, a.Ratio)
 	}
 	b.say("upserts: %d inserts, %d updates, %d deletes (%d tombstones); live keys expected %d, found %d in %d rows; %d missing, %d extra, %d duplicated, %d stale; %d equality- and %d position-delete files; full scan %.2fs",
 		r.Upserts.Inserts, r.Upserts.Updates, r.Upserts.Deletes, r.Upserts.Tombstones, s.expected, s.found, s.rows,

@@ -33,6 +33,7 @@ type upsertRow struct {
 // configuration, and the ledger of the events it should show.
 type upsertFixture struct {
 	t      *testing.T
+	cat    catalog.Catalog
 	tbl    *table.Table
 	ledger *lwwLedger
 	ten    *devenv.Tenancy
@@ -88,7 +89,7 @@ func newUpsertFixture(t *testing.T, events int64) *upsertFixture {
 	for seq := range events {
 		l.acked(seq, 0, 1000+seq)
 	}
-	return &upsertFixture{t: t, tbl: tbl, ledger: l, ten: ten, events: events}
+	return &upsertFixture{t: t, cat: cat, tbl: tbl, ledger: l, ten: ten, events: events}
 }
 
 // lastVersions returns, per key the events [from, to) touch, its last
@@ -446,5 +447,74 @@ func TestBenchUpsertsSmoke(t *testing.T) {
 				t.Errorf("no summary line on stderr:\n%s", &stderr)
 			}
 		})
+	}
+}
+
+// A soak sets its upsert table's full scan beside that of the same live
+// rows written append-only: the baseline holds exactly the rows the
+// upsert table shows with its deletes applied, one file per partition,
+// and is dropped afterwards.
+func TestAppendOnlyScan(t *testing.T) {
+	f := newUpsertFixture(t, 400)
+	f.writeLWW()
+	live := f.ledger.liveKeys()
+	ctx := context.Background()
+	a, err := appendOnlyScan(ctx, f.cat, f.tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Rows != live {
+		t.Errorf("the append-only table holds %d rows, want the %d live keys", a.Rows, live)
+	}
+	parts := map[string]bool{}
+	tasks, err := f.tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		parts[partitionKey(task.File.Partition())] = true
+	}
+	if a.DataFiles != len(parts) {
+		t.Errorf("%d files in the append-only table, want one per partition (%d)", a.DataFiles, len(parts))
+	}
+	if a.UpsertScanMs <= 0 || a.ScanMs <= 0 || a.Ratio <= 0 {
+		t.Errorf("scans %v ms and %v ms, ratio %v", a.UpsertScanMs, a.ScanMs, a.Ratio)
+	}
+	ident := append(table.Identifier{}, f.tbl.Identifier()...)
+	ident[len(ident)-1] += "_append_only"
+	if ok, err := f.cat.CheckTableExists(ctx, ident); err != nil || ok {
+		t.Errorf("the append-only table is left behind (%v, %v)", ok, err)
+	}
+}
+
+// A soak of upserts ends as issue 27 measures it: the last-write-wins
+// state, upkeep caught up with no delete file left to apply, and the full
+// scan beside that of the same live rows written append-only.
+func TestBenchUpsertSoakSmoke(t *testing.T) {
+	bin := ingestorBinary(t)
+	out := t.TempDir()
+	cmd := exec.Command(bin, "bench", "--soak-commits", "10", "--soak-checkpoints", "1", "--upserts", "0.3",
+		"--maintenance=true", "--out", out, "--timeout", "5m")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var r Result
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatal(err)
+	}
+	u := r.Upserts
+	if u == nil || !u.LastWriteWins || r.Health == nil {
+		t.Fatalf("not the last-write-wins state, or no health: %+v, %+v", u, r.Health)
+	}
+	if !r.UpkeepSettled || r.Health.DeleteFiles != 0 || r.Health.FilesMaxPerPartition != 1 {
+		t.Errorf("upkeep settled %t; %d delete files, at most %d data files in a partition, want none and 1",
+			r.UpkeepSettled, r.Health.DeleteFiles, r.Health.FilesMaxPerPartition)
+	}
+	a := u.AppendOnly
+	if a == nil || a.Rows != u.LiveRows || a.DataFiles != r.Health.Partitions || a.ScanMs <= 0 || a.UpsertScanMs <= 0 {
+		t.Fatalf("append-only scan %+v, want the %d live rows in %d files", a, u.LiveRows, r.Health.Partitions)
 	}
 }
