@@ -416,7 +416,7 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 			}
 		}
 		start := time.Now()
-		next, err := c.append(ctx, d, tbl, files, batch, attempt)
+		next, deletesTook, err := c.append(ctx, d, tbl, files, batch, attempt)
 		c.metrics.commitSeconds.Observe(time.Since(start).Seconds())
 		switch {
 		case err == nil:
@@ -429,8 +429,14 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 			if s := next.CurrentSnapshot(); s != nil {
 				snap = s.SnapshotID
 			}
-			log.Info("committed", "files", len(batch), "rows", rows, "snapshot", snap,
-				"attempts", attempt, "duration_ms", time.Since(start).Milliseconds())
+			attrs := []any{"files", len(batch), "rows", rows, "snapshot", snap,
+				"attempts", attempt, "duration_ms", time.Since(start).Milliseconds()}
+			if d.Upsert != nil {
+				// Of duration_ms: reading the batch's keys and writing
+				// its delete files.
+				attrs = append(attrs, "deletes_ms", deletesTook.Milliseconds())
+			}
+			log.Info("committed", attrs...)
 			c.removeLocal(log, batch)
 			failpoint.Hit(failpoint.CommitterAfterDataset)
 			return true, next
@@ -475,51 +481,55 @@ func (c *Committer) commitDataset(ctx context.Context, d config.Dataset, settle 
 var errNotCommitted = errors.New("append not committed")
 
 // append adds files to tbl in one snapshot that records the batch's
-// segment UUIDs, and returns the table after the commit.
-func (c *Committer) append(ctx context.Context, d config.Dataset, tbl *table.Table, files []iceberg.DataFile, batch []*segment, attempt int) (*table.Table, error) {
+// segment UUIDs, and returns the table after the commit and, for an
+// upsert dataset, how long its delete files took.
+func (c *Committer) append(ctx context.Context, d config.Dataset, tbl *table.Table, files []iceberg.DataFile, batch []*segment, attempt int) (*table.Table, time.Duration, error) {
 	ids := make([]uuid.UUID, len(batch))
 	for i, s := range batch {
 		ids[i] = s.ready.UUID
 	}
+	var deletesTook time.Duration
 	tx := tbl.NewTransaction()
 	// The ledger property goes in the same commit as the files: a crash
 	// right after the commit finds both, one before finds neither.
 	ledger, err := c.ledger(tbl, d.Topic, ids)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errNotCommitted, err)
+		return nil, 0, fmt.Errorf("%w: %w", errNotCommitted, err)
 	}
 	if err := tx.SetProperties(ledger); err != nil {
-		return nil, fmt.Errorf("%w: set ledger property: %w", errNotCommitted, err)
+		return nil, 0, fmt.Errorf("%w: set ledger property: %w", errNotCommitted, err)
 	}
 	if d.Upsert != nil {
 		// The data files and their delete files in one snapshot (upsert.go).
 		order, err := c.orderProperty(c.log.With("dataset", d.Name), d, tbl, batch)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errNotCommitted, err)
+			return nil, 0, fmt.Errorf("%w: %w", errNotCommitted, err)
 		}
 		if err := tx.SetProperties(order); err != nil {
-			return nil, fmt.Errorf("%w: set upsert offsets: %w", errNotCommitted, err)
+			return nil, 0, fmt.Errorf("%w: set upsert offsets: %w", errNotCommitted, err)
 		}
-		dels, err := c.upsertDeletes(ctx, d, tx, tbl, files, batch)
+		t0 := time.Now()
+		dels, err := c.upsertDeletes(ctx, d, tbl, files, batch)
+		deletesTook = time.Since(t0)
 		if err != nil {
-			return nil, fmt.Errorf("%w: upsert deletes: %w", errNotCommitted, err)
+			return nil, 0, fmt.Errorf("%w: upsert deletes: %w", errNotCommitted, err)
 		}
 		if err := tx.NewRowDelta(tables.SnapshotProperties(d.Name, ids)).AddRows(files...).AddDeletes(dels...).Commit(ctx); err != nil {
-			return nil, fmt.Errorf("%w: row delta: %w", errNotCommitted, err)
+			return nil, 0, fmt.Errorf("%w: row delta: %w", errNotCommitted, err)
 		}
 	} else if err := tx.AddDataFiles(ctx, files, tables.SnapshotProperties(d.Name, ids), table.WithoutDuplicateCheck()); err != nil {
 		// The duplicate check of AddDataFiles reads every manifest of the
 		// table; SegmentsInTable is the exact and cheap check instead.
-		return nil, fmt.Errorf("%w: add data files: %w", errNotCommitted, err)
+		return nil, 0, fmt.Errorf("%w: add data files: %w", errNotCommitted, err)
 	}
 	if c.beforeCommit != nil {
 		c.beforeCommit(ctx, d.Name, attempt)
 	}
 	next, err := tx.Commit(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("commit %d files to %s: %w", len(files), d.Table, err)
+		return nil, 0, fmt.Errorf("commit %d files to %s: %w", len(files), d.Table, err)
 	}
-	return next, nil
+	return next, deletesTook, nil
 }
 
 func backoff(ctx context.Context, attempt int) {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -19,13 +18,11 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
 	"github.com/icewal/ingestor/shared/config"
 	"github.com/icewal/ingestor/shared/failpoint"
-	"github.com/icewal/ingestor/shared/parquetfmt"
 	"github.com/icewal/ingestor/shared/tables"
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -61,7 +58,7 @@ import (
 
 // upsertDeletes writes the delete files of one upsert batch. files[i] is
 // the data file of batch[i].
-func (c *Committer) upsertDeletes(ctx context.Context, d config.Dataset, tx *table.Transaction, tbl *table.Table, files []iceberg.DataFile, batch []*segment) ([]iceberg.DataFile, error) {
+func (c *Committer) upsertDeletes(ctx context.Context, d config.Dataset, tbl *table.Table, files []iceberg.DataFile, batch []*segment) ([]iceberg.DataFile, error) {
 	keyIDs, err := tables.UpsertKeys(d, tbl.Schema(), tbl.Spec())
 	if err != nil {
 		return nil, err
@@ -71,17 +68,13 @@ func (c *Committer) upsertDeletes(ctx context.Context, d config.Dataset, tx *tab
 		return nil, err
 	}
 	defer keys.release()
-	var out []iceberg.DataFile
-	eq, err := tx.WriteEqualityDeletes(ctx, keyIDs, keys.records())
+	out, err := writeDeletes(ctx, tbl, keyIDs, files, keys)
 	if err != nil {
-		return nil, fmt.Errorf("write equality deletes: %w", err)
+		return nil, err
 	}
-	out = append(out, eq...)
-	pos, err := writePositionDeletes(ctx, tbl, files, keys.superseded())
-	if err != nil {
-		return out, err
-	}
-	out = append(out, pos...)
+	// Dying here leaves delete files no snapshot refers to: orphans,
+	// which the orphan cleanup deletes; the next pass writes the batch's
+	// delete files again.
 	failpoint.Hit(failpoint.CommitterAfterDeleteFiles)
 	return out, nil
 }
@@ -99,21 +92,6 @@ func (k *batchKeys) release() {
 	for _, rs := range k.recs {
 		for _, r := range rs {
 			r.Release()
-		}
-	}
-}
-
-// records yields every segment's key columns for the equality-delete
-// file: a key twice in it costs a few bytes and means the same.
-func (k *batchKeys) records() iter.Seq2[arrow.RecordBatch, error] {
-	return func(yield func(arrow.RecordBatch, error) bool) {
-		for _, i := range k.order {
-			for _, r := range k.recs[i] {
-				r.Retain()
-				if !yield(r, nil) {
-					return
-				}
-			}
 		}
 	}
 }
@@ -264,89 +242,6 @@ func (k *batchKeys) readSegment(ctx context.Context, i int, path string, keyIDs 
 	return nil
 }
 
-// writePositionDeletes writes one position-delete file per partition
-// (spec and values) for the superseded rows of the batch's data files.
-func writePositionDeletes(ctx context.Context, tbl *table.Table, files []iceberg.DataFile, rows [][]int64) ([]iceberg.DataFile, error) {
-	type group struct {
-		spec  int32
-		part  map[int]any
-		files []int
-	}
-	var groups []*group
-	for i, df := range files {
-		if len(rows[i]) == 0 {
-			continue
-		}
-		var g *group
-		for _, h := range groups {
-			if h.spec == df.SpecID() && samePartition(h.part, df.Partition()) {
-				g = h
-			}
-		}
-		if g == nil {
-			g = &group{spec: df.SpecID(), part: df.Partition()}
-			groups = append(groups, g)
-		}
-		g.files = append(g.files, i)
-	}
-	if len(groups) == 0 {
-		return nil, nil
-	}
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	wfs, ok := fs.(icebergio.WriteFileIO)
-	if !ok {
-		return nil, fmt.Errorf("file IO %T cannot write", fs)
-	}
-	lp, err := tbl.LocationProvider()
-	if err != nil {
-		return nil, err
-	}
-	var out []iceberg.DataFile
-	for _, g := range groups {
-		// The spec orders a position-delete file by path, then position.
-		slices.SortFunc(g.files, func(a, b int) int { return cmp.Compare(files[a].FilePath(), files[b].FilePath()) })
-		pb := array.NewStringBuilder(memory.DefaultAllocator)
-		ob := array.NewInt64Builder(memory.DefaultAllocator)
-		for _, i := range g.files {
-			for _, p := range rows[i] {
-				pb.Append(files[i].FilePath())
-				ob.Append(p)
-			}
-		}
-		n := int64(pb.Len())
-		pa, oa := pb.NewArray(), ob.NewArray()
-		rec := array.NewRecordBatch(table.PositionalDeleteArrowSchema, []arrow.Array{pa, oa}, n)
-		pa.Release()
-		oa.Release()
-		location := lp.NewDataLocation("pos-deletes-" + uuid.NewString() + ".parquet")
-		size, err := writeDeleteFile(wfs, location, rec)
-		rec.Release()
-		if err != nil {
-			_ = fs.Remove(location)
-			return nil, err
-		}
-		spec := tbl.Metadata().PartitionSpecByID(int(g.spec))
-		if spec == nil {
-			return nil, fmt.Errorf("position deletes: no partition spec %d in the table", g.spec)
-		}
-		b, err := iceberg.NewDataFileBuilder(*spec, iceberg.EntryContentPosDeletes, location, iceberg.ParquetFile, g.part, nil, nil, n, size)
-		if err != nil {
-			return nil, fmt.Errorf("position-delete file %s: %w", location, err)
-		}
-		// No referenced_data_file, even for one data file: iceberg-go's
-		// row delta checks that file against the table's head before the
-		// commit (on every attempt once the table has a snapshot), and
-		// the file is one this same delta adds, so the check would always
-		// fail. Readers match the file by partition and by its file_path
-		// bounds.
-		out = append(out, b.Build())
-	}
-	return out, nil
-}
-
 func samePartition(a, b map[int]any) bool {
 	if len(a) != len(b) {
 		return false
@@ -360,33 +255,6 @@ func samePartition(a, b map[int]any) bool {
 	return true
 }
 
-// writeDeleteFile writes rec as one Parquet file at location and returns
-// its size.
-func writeDeleteFile(wfs icebergio.WriteFileIO, location string, rec arrow.RecordBatch) (int64, error) {
-	out, err := wfs.Create(location)
-	if err != nil {
-		return 0, fmt.Errorf("create %s: %w", location, err)
-	}
-	cw := &countWriter{w: out}
-	fw, err := pqarrow.NewFileWriter(rec.Schema(), cw, parquetfmt.WriterProperties(memory.DefaultAllocator), parquetfmt.ArrowWriterProperties())
-	if err != nil {
-		out.Close()
-		return 0, err
-	}
-	if err := fw.Write(rec); err != nil {
-		fw.Close()
-		out.Close()
-		return 0, fmt.Errorf("write %s: %w", location, err)
-	}
-	if err := fw.Close(); err != nil {
-		out.Close()
-		return 0, fmt.Errorf("write %s: %w", location, err)
-	}
-	if err := out.Close(); err != nil {
-		return 0, fmt.Errorf("close %s: %w", location, err)
-	}
-	return cw.n, nil
-}
 
 type countWriter struct {
 	w interface{ Write([]byte) (int, error) }

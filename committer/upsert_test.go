@@ -83,6 +83,11 @@ func TestUpsertKeepsTheLastRowOfEachKey(t *testing.T) {
 			if !slices.Equal(df.EqualityFieldIDs(), []int{1}) {
 				t.Errorf("equality delete on fields %v, want [1] (order_id)", df.EqualityFieldIDs())
 			}
+			// Its key bounds span the batch's keys, so that a reader
+			// skips it for files whose keys lie elsewhere.
+			if lo, hi := string(df.LowerBoundValues()[1]), string(df.UpperBoundValues()[1]); lo != "o-0" || hi != "o-3" {
+				t.Errorf("equality delete bounds order_id [%q, %q], want [o-0, o-3]", lo, hi)
+			}
 		case iceberg.EntryContentPosDeletes:
 			pos++
 		}
