@@ -267,8 +267,9 @@ type SoakResult struct {
 	Health      *Health  `json:"health"`
 	Checkpoints []Health `json:"checkpoints"`
 	// UpkeepSettleSeconds is how long upkeep took, after the partitions
-	// went idle, to find nothing more to compact twice in a row;
-	// UpkeepSettled is false when it had not by upkeepSettleLimit.
+	// went idle, to go the idle time without compacting anything
+	// (settleUpkeep); UpkeepSettled is false when it had not by
+	// upkeepSettleLimit.
 	UpkeepSettleSeconds float64 `json:"upkeep_settle_seconds"`
 	UpkeepSettled       bool    `json:"upkeep_settled"`
 }
@@ -293,14 +294,15 @@ const upkeepSettleLimit = 20 * time.Minute
 
 // settleUpkeep waits, once the table holds every event and the
 // partitions have gone idle, until upkeep has caught up as it would by
-// the end of a quiet evening: two compaction passes in a row that found
-// nothing to rewrite, with no hand-off waiting for the committer. A
-// fixed wait does not do: a pass over an upsert table of a thousand
-// commits applies its deletes to whole partitions and takes minutes, and
-// a run that stopped in the middle of it would score the table upkeep
-// was still working on. It returns how long it waited and whether upkeep
-// settled within upkeepSettleLimit.
-func (b *runner) settleUpkeep(ctx context.Context) (time.Duration, bool, error) {
+// the end of a quiet evening: no compaction for the idle time (a
+// partition that a compaction just rewrote is idle again only that long
+// after it) and at least two passes since, with no hand-off waiting for
+// the committer. A fixed wait does not do: a pass over an upsert table
+// of many commits applies its deletes to whole partitions and takes
+// minutes, and a run that stopped in the middle of it would score the
+// table upkeep was still working on. It returns how long it waited and
+// whether upkeep settled within upkeepSettleLimit.
+func (b *runner) settleUpkeep(ctx context.Context, idle time.Duration) (time.Duration, bool, error) {
 	addr, err := metrics.RoleAddress(b.cfg, role.Maintainer)
 	if err != nil || addr == "" {
 		return 0, false, fmt.Errorf("the maintainer's metrics address: %v", err)
@@ -308,7 +310,8 @@ func (b *runner) settleUpkeep(ctx context.Context) (time.Duration, bool, error) 
 	start := time.Now()
 	const compact = `step="compact"`
 	lastPass, lastRuns := -1.0, -1.0
-	quiet := 0
+	changed := start // the last compaction seen, or the start
+	passes := 0      // passes finished since then
 	for time.Since(start) < upkeepSettleLimit {
 		if err := b.sleep(ctx, 500*time.Millisecond); err != nil {
 			return time.Since(start), false, err
@@ -320,18 +323,13 @@ func (b *runner) settleUpkeep(ctx context.Context) (time.Duration, bool, error) 
 		pass := s.Sum("ingestor_maintainer_last_step_timestamp_seconds", compact)
 		runs := s.Sum("ingestor_maintainer_steps_total", compact)
 		waiting := s.Sum("ingestor_maintainer_compactions_waiting")
-		if pass == lastPass {
-			continue
-		}
-		// A pass finished since the last scrape (or several: then at
-		// least the last of them found nothing if runs is unchanged).
-		if lastPass >= 0 && runs == lastRuns && waiting == 0 {
-			quiet++
-		} else {
-			quiet = 0
+		if runs != lastRuns || waiting > 0 {
+			changed, passes = time.Now(), 0
+		} else if pass != lastPass {
+			passes++
 		}
 		lastPass, lastRuns = pass, runs
-		if quiet >= 2 {
+		if passes >= 2 && time.Since(changed) >= idle {
 			return time.Since(start), true, nil
 		}
 	}
