@@ -255,7 +255,6 @@ func samePartition(a, b map[int]any) bool {
 	return true
 }
 
-
 type countWriter struct {
 	w interface{ Write([]byte) (int, error) }
 	n int64
