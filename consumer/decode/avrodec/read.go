@@ -22,8 +22,8 @@ type state struct {
 	buf   []byte
 	pos   int
 	depth int
-	max   int // nesting limit of skipped recursive values
-	a     arena
+	max   int    // nesting limit of skipped recursive values
+	a     *arena // from arenas, for the values of this payload's row
 }
 
 // long reads a zigzag varint, the encoding of int, long, enum indexes,
