@@ -13,8 +13,8 @@ import (
 )
 
 // Values boxed in a row's arena keep their type and value however many
-// rows are decoded after them, also when the caller reuses dst: an arena
-// is never reused.
+// rows are decoded after them, also when the caller reuses dst: a slot
+// of a pooled arena is never written twice.
 func TestRowsOutliveLaterDecodes(t *testing.T) {
 	const schema = `{"type":"record","name":"R","fields":[
 	 {"name":"s","type":"string"},{"name":"l","type":["null","long"]},{"name":"d","type":"double"},

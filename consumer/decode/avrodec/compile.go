@@ -70,7 +70,9 @@ type op struct {
 	// nul is the index of a union's null branch, -1 if none: the loop
 	// learns that a nullable field is null without reading alts.
 	nul int8
-	// inner is the skip of an opSkipOpt's value, with n its bytes.
+	// inner is the skip of an opSkipOpt's value, with n its bytes; and
+	// the code of the value branch of an opUnion of two branches, one of
+	// them null (zero, a skip code, for any other union).
 	inner opcode
 	col   int32 // index in the slice being filled, for ops that make a value
 	n     int   // opSkipFixed, opFixed, opBytesFixed, opDecFixed: bytes; opStruct: fields

@@ -47,6 +47,11 @@ func (c *compiler) value(t iceberg.Type, w *node, column, path string) (op, erro
 			}
 			o.alts = append(o.alts, alt)
 		}
+		if len(o.alts) == 2 && o.nul >= 0 {
+			// The value's code kept in the op itself: the loop over a
+			// wide record's nullable columns then reads no alts.
+			o.inner = o.alts[1-o.nul].code
+		}
 		return o, nil
 	}
 	mismatch := func() (op, error) {

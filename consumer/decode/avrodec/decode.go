@@ -60,7 +60,10 @@ func (d *Decoder) DecodeInto(dst decode.Row, payload []byte) (decode.Row, error)
 	} else {
 		row = make(decode.Row, len(d.cols))
 	}
-	if err := s.run(d.prog, row); err != nil {
+	s.a = arenas.Get().(*arena)
+	err := s.run(d.prog, row)
+	arenas.Put(s.a)
+	if err != nil {
 		return nil, err
 	}
 	if s.pos != len(payload) {
@@ -148,8 +151,10 @@ func (s *state) run(prog []op, dst []any) error {
 			if b == int(o.nul) {
 				break
 			}
-			// The commonest values without a call to value.
-			switch alt := &o.alts[b]; alt.code {
+			// The commonest values without a call to value, and without
+			// reading alts: inner is the value's code in a nullable
+			// field's union of two branches.
+			switch o.inner {
 			case opString:
 				var v string
 				v, err = s.str()
@@ -162,8 +167,15 @@ func (s *state) run(prog []op, dst []any) error {
 				var v float64
 				v, err = s.float64()
 				dst[o.col] = s.a.float64(v)
+			case opBool:
+				if s.pos < len(s.buf) && s.buf[s.pos] <= 1 {
+					dst[o.col] = s.buf[s.pos] == 1 // Go boxes a bool without allocating
+					s.pos++
+					break
+				}
+				dst[o.col], err = s.value(&o.alts[b])
 			default:
-				dst[o.col], err = s.value(alt)
+				dst[o.col], err = s.value(&o.alts[b])
 			}
 		default:
 			dst[o.col], err = s.value(o)

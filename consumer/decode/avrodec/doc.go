@@ -24,9 +24,10 @@
 // copies each value (its row buffer encodes them into chunks of its own,
 // its Arrow builders copy them) before the next record is decoded, and
 // keeps no payload after that. Structs, lists and maps are new slices in
-// each row, and a row's values are boxed in an arena of its own
-// (box.go), so the Decoder keeps no state between records and a row stays
-// valid as long as its payload does.
+// each row, and a row's values are boxed in slots of a pooled arena that
+// are written once and never reused (box.go), so the Decoder keeps no
+// state between records and a row stays valid as long as its payload
+// does.
 //
 // # Crash safety
 //
@@ -43,6 +44,6 @@
 //	decode.go        DecodeInto, the program's run, the values of ops
 //	read.go          reading varints, bytes and blocks; skipping any type
 //	value.go         decimals, UUIDs, structs, lists and maps
-//	box.go           the arena a row's values are boxed in, a few
-//	                 allocations per row instead of one per value
+//	box.go           the arenas rows' values are boxed in, an
+//	                 allocation per few rows instead of one per value
 package avrodec

@@ -22,8 +22,8 @@ type state struct {
 	buf   []byte
 	pos   int
 	depth int
-	max   int // nesting limit of skipped recursive values
-	a     arena
+	max   int    // nesting limit of skipped recursive values
+	a     *arena // from arenas, for the values of this payload's row
 }
 
 // long reads a zigzag varint, the encoding of int, long, enum indexes,
@@ -59,6 +59,25 @@ func (s *state) longSlow() (int64, error) {
 		}
 	}
 	return 0, errVarint
+}
+
+// length reads the varint of a length, with the two-byte case (lengths
+// of 64 to 8191, most strings of a wide record) inline as well, before
+// falling back to long.
+func (s *state) length() (int64, error) {
+	if p := s.pos; p+1 < len(s.buf) {
+		b0, b1 := s.buf[p], s.buf[p+1]
+		if b0 < 0x80 {
+			s.pos = p + 1
+			return int64(b0>>1) ^ -int64(b0&1), nil
+		}
+		if b1 < 0x80 {
+			u := uint64(b0&0x7f) | uint64(b1)<<7
+			s.pos = p + 2
+			return int64(u>>1) ^ -int64(u&1), nil
+		}
+	}
+	return s.long()
 }
 
 // branch reads a union index below n when it is one byte, as it is for
@@ -114,7 +133,7 @@ func (s *state) next(n int) ([]byte, error) {
 
 // bytes reads a length and that many bytes, which alias the payload.
 func (s *state) bytes() ([]byte, error) {
-	n, err := s.long()
+	n, err := s.length()
 	if err != nil {
 		return nil, err
 	}
