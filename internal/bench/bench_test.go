@@ -325,17 +325,7 @@ func TestBenchSoakSmoke(t *testing.T) {
 	out := t.TempDir()
 	// --events is ignored by a soak: 1,000 events are a fifth of a second
 	// of the soak's rate, far fewer than 20 commits need.
-	cmd := exec.Command(bin, "bench", "--soak-commits", "20", "--soak-checkpoints", "2", "--events", "1000", "--out", out, "--timeout", "3m")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	var r Result
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-		t.Fatal(err)
-	}
+	r := runBench(t, bin, "--soak-commits", "20", "--soak-checkpoints", "2", "--events", "1000", "--out", out, "--timeout", "3m")
 	if !r.ExactlyOnce || r.Events <= 1000 || r.TableRows != r.Events {
 		t.Fatalf("exactly_once=%v, events %d, table rows %d", r.ExactlyOnce, r.Events, r.TableRows)
 	}
@@ -366,4 +356,22 @@ func TestBenchSoakSmoke(t *testing.T) {
 	if r.CommitFirst100P50Ms <= 0 || r.CommitFirst100P95Ms < r.CommitFirst100P50Ms {
 		t.Errorf("first commits p50 %v ms, p95 %v ms", r.CommitFirst100P50Ms, r.CommitFirst100P95Ms)
 	}
+}
+
+// runBench runs `ingestor bench` with args and returns the result it
+// printed last on stdout.
+func runBench(t *testing.T, bin string, args ...string) Result {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"bench"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var r Result
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -493,18 +493,8 @@ func TestAppendOnlyScan(t *testing.T) {
 func TestBenchUpsertSoakSmoke(t *testing.T) {
 	bin := ingestorBinary(t)
 	out := t.TempDir()
-	cmd := exec.Command(bin, "bench", "--soak-commits", "10", "--soak-checkpoints", "1", "--upserts", "0.3",
+	r := runBench(t, bin, "--soak-commits", "10", "--soak-checkpoints", "1", "--upserts", "0.3",
 		"--maintenance=true", "--out", out, "--timeout", "5m")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	var r Result
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-		t.Fatal(err)
-	}
 	u := r.Upserts
 	if u == nil || !u.LastWriteWins || r.Health == nil {
 		t.Fatalf("not the last-write-wins state, or no health: %+v, %+v", u, r.Health)
