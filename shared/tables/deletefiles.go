@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/parquet"
@@ -206,13 +207,7 @@ func (tf *TableFiles) DeletesSince(ctx context.Context, read int64, paths []stri
 			parts[e.Partition] = true
 		}
 	}
-	var unread []iceberg.DataFile
-	for _, d := range tf.Deletes {
-		if d.Seq > read && d.File.ContentType() == iceberg.EntryContentPosDeletes && parts[d.Partition] {
-			unread = append(unread, d.File)
-		}
-	}
-	if err := tf.prefetchTargets(ctx, unread); err != nil {
+	if err := tf.prefetchTargets(ctx, parts, read); err != nil {
 		return nil, err
 	}
 	var out []iceberg.DataFile
@@ -277,13 +272,7 @@ func (tf *TableFiles) Dead(ctx context.Context, rewritten map[string]bool, added
 			parts[e.Partition] = true
 		}
 	}
-	var read []iceberg.DataFile
-	for _, d := range tf.Deletes {
-		if d.File.ContentType() == iceberg.EntryContentPosDeletes && parts[d.Partition] {
-			read = append(read, d.File)
-		}
-	}
-	if err := tf.prefetchTargets(ctx, read); err != nil {
+	if err := tf.prefetchTargets(ctx, parts, math.MinInt64); err != nil {
 		return nil, err
 	}
 	for _, d := range tf.Deletes {

@@ -47,14 +47,18 @@ func (c *targetCache) put(path string, t []string) {
 	c.m[path] = t
 }
 
-// prefetchTargets reads the targets of those of ds not known yet,
+// prefetchTargets reads the targets of the position-delete files of
+// parts committed after sequence number after that are not known yet,
 // targetReaders at a time, into deleteTargets; the first error is
 // returned, and what was read before it stays cached for the next try.
-func (tf *TableFiles) prefetchTargets(ctx context.Context, ds []iceberg.DataFile) error {
+func (tf *TableFiles) prefetchTargets(ctx context.Context, parts map[string]bool, after int64) error {
 	var todo []string
-	for _, d := range ds {
-		if _, ok := knownTargets(d); !ok {
-			todo = append(todo, d.FilePath())
+	for _, d := range tf.Deletes {
+		if d.Seq <= after || d.File.ContentType() != iceberg.EntryContentPosDeletes || !parts[d.Partition] {
+			continue
+		}
+		if _, ok := knownTargets(d.File); !ok {
+			todo = append(todo, d.File.FilePath())
 		}
 	}
 	if len(todo) == 0 {
