@@ -9,15 +9,28 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// BenchmarkCompactGroup measures the rewrite of one group of 16 segments
-// of 4,096 rows: append-only, and as an upsert table whose every segment
-// after the first updates earlier keys for 30 % of its rows and carries
-// an equality delete of all its keys, which the rewrite applies. It
-// reports the input rows rewritten per second and the rows written.
+// BenchmarkCompactGroup measures the rewrite of one group of segments
+// (16 of 4,096 rows, and 128 of 512): append-only, and as an upsert
+// table whose every segment after the first updates earlier keys for
+// 30 % of its rows and carries an equality delete of all its keys, which
+// the rewrite applies. Each segment's equality delete applies to every
+// older segment, so the 128-segment group is where the cost of applying
+// them grows with the square of the files (an upsert soak's partitions
+// hold thousands). It reports the input rows rewritten per second and
+// the rows written.
 func BenchmarkCompactGroup(b *testing.B) {
-	const segments, rows = 16, 4096
-	for _, share := range []float64{0, 0.3} {
-		b.Run(fmt.Sprintf("upserts=%.1f", share), func(b *testing.B) {
+	for _, c := range []struct{ segments, rows int }{{16, 4096}, {128, 512}} {
+		for _, share := range []float64{0, 0.3} {
+			b.Run(fmt.Sprintf("segments=%d/upserts=%.1f", c.segments, share), func(b *testing.B) {
+				benchCompactGroup(b, c.segments, c.rows, share)
+			})
+		}
+	}
+}
+
+func benchCompactGroup(b *testing.B, segments, rows int, share float64) {
+	{
+		{
 			dir := b.TempDir()
 			cfg := wideConfig(dir, sqliteCatalog(nil, dir), nil)
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -62,7 +75,7 @@ func BenchmarkCompactGroup(b *testing.B) {
 			}
 			b.ReportMetric(float64(in)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 			b.ReportMetric(float64(out), "rows-written")
-		})
+		}
 	}
 }
 

@@ -59,6 +59,28 @@ type compacted struct {
 // compaction reads at once.
 const rewriteReaders = 16
 
+// readGroup returns the live rows of tasks, in order: read through the
+// scan, with the group's equality deletes applied once for the group
+// (eqdeletes.go) where it can.
+func readGroup(ctx context.Context, tbl *table.Table, sizes map[string]int64, tasks []table.FileScanTask) (iter.Seq2[arrow.RecordBatch, error], error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gd, ok, err := readGroupDeletes(ctx, fs, tbl.Schema(), tasks)
+	if err != nil {
+		return nil, fmt.Errorf("read the equality deletes of %d files: %w", len(tasks), err)
+	}
+	if ok {
+		return readWithDeletes(ctx, wholeReads(tbl, sizes).Scan(table.WithMaxConcurrency(1)), tasks, gd), nil
+	}
+	_, records, err := wholeReads(tbl, sizes).Scan(table.WithMaxConcurrency(rewriteReaders)).ReadTasks(ctx, tasks)
+	if err != nil {
+		return nil, fmt.Errorf("read %d files: %w", len(tasks), err)
+	}
+	return records, nil
+}
+
 // withDeletes reports whether a delete file applies to some of tasks.
 func withDeletes(tasks []table.FileScanTask) bool {
 	for _, t := range tasks {
@@ -109,23 +131,19 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup, bloo
 	if err != nil {
 		return c, err
 	}
-	// Small inputs are read in one request each (wholeread.go). The scan
-	// applies the deletes the plan attached to each task. Measured
-	// (BenchmarkCompactGroup -cpu 1, 16 segments of 4,096 rows, 30 % of
-	// each segment's rows updating earlier keys, on a loaded machine):
-	// 156-445k input rows/s against 632-775k append-only, of which
-	// building the equality-delete sets takes about a third; reading
-	// the delete files here instead would save at most that, for a
-	// generic key comparison of our own.
+	// Small inputs are read in one request each (wholeread.go). The
+	// deletes the plan attached to each task are applied: equality
+	// deletes by readGroupDeletes (eqdeletes.go says why), the others by
+	// the scan.
 	//
 	// The reads are bound by the store's latency, not the CPU: a group
 	// of a thousand small segments read two at a time (iceberg-go's
 	// default, GOMAXPROCS) spends most of a pass waiting. rewriteReaders
 	// tasks are read at once; the scan still returns them in order, each
 	// worker holding at most one small task's rows.
-	_, records, err := wholeReads(tbl, sizes).Scan(table.WithMaxConcurrency(rewriteReaders)).ReadTasks(ctx, g.Tasks)
+	records, err := readGroup(ctx, tbl, sizes, g.Tasks)
 	if err != nil {
-		return c, fmt.Errorf("read %d files: %w", len(g.Tasks), err)
+		return c, err
 	}
 	lp, err := tbl.LocationProvider()
 	if err != nil {

@@ -373,3 +373,99 @@ func deleteFileEntries(t *testing.T, tbl *table.Table) int {
 	}
 	return len(files.Deletes)
 }
+
+// deleteNoteByEquality deletes every row whose note is note, with an
+// equality delete on the note column: delete files on another column
+// than the upserts' key.
+func deleteNoteByEquality(t *testing.T, cfg *config.Config, note string) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := openTable(t, cfg)
+	field, _ := tbl.Schema().FindFieldByName("note")
+	sc, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, field), nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Append(note)
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(sc, []arrow.Array{col}, 1)
+	defer rec.Release()
+	tx := tbl.NewTransaction()
+	files, err := tx.WriteEqualityDeletes(ctx, []int{field.ID}, func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) })
+	if err != nil {
+		t.Fatalf("write the equality delete: %v", err)
+	}
+	if err := tx.NewRowDelta(nil).AddDeletes(files...).Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Compaction reads a group's equality-delete files once and checks each
+// file's rows against those the plan attached to it (eqdeletes.go), not
+// through the scan's per-file merged key sets. It must remove exactly
+// the rows the scan removes: here 24 upserts of overlapping keys, so
+// that each key has versions in several files and each delete applies
+// to some files of the group and not others, with another engine's
+// position delete among them. The compacted table reads what the table
+// read before, each key once. With an equality delete on another column
+// as well, the group falls back to the scan, with the same result.
+func TestCompactionAppliesEqualityDeletesOncePerGroup(t *testing.T) {
+	for _, otherColumn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "key deletes", true: "and a delete on another column"}[otherColumn], func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := wideConfig(dir, sqliteCatalog(t, dir), map[string]string{table.WriteDeleteModeKey: table.WriteModeMergeOnRead})
+			cfg.Maintenance.CompactionFanIn = 64
+			appendNotes(t, cfg, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+			for i := range int64(24) {
+				upsert(t, cfg, i%12, (i*5+3)%12, 12+i/3)
+				if i == 9 {
+					deleteRow(t, cfg, 13)
+				}
+			}
+			if otherColumn {
+				appendNotes(t, cfg, []int64{100, 101})
+				deleteNoteByEquality(t, cfg, "updated")
+				upsert(t, cfg, 5, 100)
+			}
+			tbl := loadTable(t, cfg)
+			tasks, err := tbl.Scan().PlanFiles(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs, _ := tbl.FS(context.Background())
+			gd, ok, err := readGroupDeletes(context.Background(), fs, tbl.Schema(), tasks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok == otherColumn {
+				t.Fatalf("group deletes read here %v, want %v", ok, !otherColumn)
+			}
+			if ok && len(gd.files) != 24 {
+				t.Fatalf("%d equality-delete files read for the group, want the 24 upserts'", len(gd.files))
+			}
+			wantNotes, wantCount := rowsByID(t, tbl)
+			m, _ := newMaintainer(t, cfg)
+			if res := passAndCommit(t, m, cfg); res.Applied == 0 || res.Dropped != 0 {
+				t.Fatalf("hand-off result %+v, want its groups applied", res)
+			}
+			gotNotes, gotCount := rowsByID(t, loadTable(t, cfg))
+			if !maps.Equal(gotNotes, wantNotes) || !maps.Equal(gotCount, wantCount) {
+				t.Errorf("after compaction the table reads %v (counts %v), want %v (counts %v)", gotNotes, gotCount, wantNotes, wantCount)
+			}
+			for id, n := range gotCount {
+				if n != 1 {
+					t.Errorf("id %d reads %d times", id, n)
+				}
+			}
+			if pos, eq := deleteFiles(t, cfg); pos != 0 || eq != 0 {
+				t.Errorf("%d position and %d equality delete files applying after compaction, want none", pos, eq)
+			}
+		})
+	}
+}
