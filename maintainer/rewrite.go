@@ -60,8 +60,8 @@ type compacted struct {
 const rewriteReaders = 16
 
 // readGroup returns the live rows of tasks, in order: read through the
-// scan, with the group's equality deletes applied once for the group
-// (eqdeletes.go) where it can.
+// scan, with the group's delete files read once for the group
+// (groupdeletes.go) where it can.
 func readGroup(ctx context.Context, tbl *table.Table, sizes map[string]int64, tasks []table.FileScanTask) (iter.Seq2[arrow.RecordBatch, error], error) {
 	fs, err := tbl.FS(ctx)
 	if err != nil {
@@ -132,9 +132,9 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup, bloo
 		return c, err
 	}
 	// Small inputs are read in one request each (wholeread.go). The
-	// deletes the plan attached to each task are applied: equality
-	// deletes by readGroupDeletes (eqdeletes.go says why), the others by
-	// the scan.
+	// deletes the plan attached to each task are applied, by
+	// readGroupDeletes (groupdeletes.go says why) or, for deletion
+	// vectors, by the scan.
 	//
 	// The reads are bound by the store's latency, not the CPU: a group
 	// of a thousand small segments read two at a time (iceberg-go's

@@ -406,9 +406,10 @@ func deleteNoteByEquality(t *testing.T, cfg *config.Config, note string) {
 	}
 }
 
-// Compaction reads a group's equality-delete files once and checks each
-// file's rows against those the plan attached to it (eqdeletes.go), not
-// through the scan's per-file merged key sets. It must remove exactly
+// Compaction reads a group's delete files once and checks each file's
+// rows against those the plan attached to it (groupdeletes.go), not
+// through the scan's per-file merged key sets and per-file reads of
+// position deletes. It must remove exactly
 // the rows the scan removes: here 24 upserts of overlapping keys, so
 // that each key has versions in several files and each delete applies
 // to some files of the group and not others, with another engine's
@@ -446,8 +447,8 @@ func TestCompactionAppliesEqualityDeletesOncePerGroup(t *testing.T) {
 			if ok == otherColumn {
 				t.Fatalf("group deletes read here %v, want %v", ok, !otherColumn)
 			}
-			if ok && len(gd.files) != 24 {
-				t.Fatalf("%d equality-delete files read for the group, want the 24 upserts'", len(gd.files))
+			if ok && len(gd.files) != 25 {
+				t.Fatalf("%d delete files read for the group, want the 24 upserts' and the position delete", len(gd.files))
 			}
 			wantNotes, wantCount := rowsByID(t, tbl)
 			m, _ := newMaintainer(t, cfg)
