@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -80,12 +81,18 @@ type deletedRow struct {
 	file int32
 }
 
+// errToTheScan marks a delete file this reader does not read (columns
+// without field ids, which a reader finds by name mapping, or of types it
+// does not expect): the group's deletes are left to the scan.
+var errToTheScan = errors.New("a delete file left to the scan")
+
 // readGroupDeletes reads the equality- and position-delete files
 // attached to tasks, once each, rewriteReaders at a time. ok is false
 // when there are none, or when they cannot be applied here (deletion
-// vectors, equality deletes on different columns, or a key that is not a
-// top-level column of a type with a canonical encoding): the caller then
-// lets the scan apply them.
+// vectors, a task that is a split of its file, equality deletes on
+// different columns, a key that is not a top-level column of a type with
+// a canonical encoding, a delete file marked errToTheScan): the caller
+// then lets the scan apply them.
 func readGroupDeletes(ctx context.Context, fsys icebergio.IO, schema *iceberg.Schema, tasks []table.FileScanTask) (*groupDeletes, bool, error) {
 	gd := &groupDeletes{files: map[string]int{}, keys: map[string][]int32{}, positions: map[string][]deletedRow{}}
 	var fieldIDs []int
@@ -93,7 +100,10 @@ func readGroupDeletes(ctx context.Context, fsys icebergio.IO, schema *iceberg.Sc
 	paths := make(map[string]bool, len(tasks))
 	for _, t := range tasks {
 		paths[t.File.FilePath()] = true
-		if len(t.DeletionVectorFiles) > 0 {
+		// Position deletes count a file's rows from its start: a task
+		// that is a split of its file (a large file of several row
+		// groups) is left to the scan, as are deletion vectors.
+		if len(t.DeletionVectorFiles) > 0 || t.Start != 0 || t.Length != 0 && t.Length != t.File.FileSizeBytes() {
 			return nil, false, nil
 		}
 		for _, d := range slices.Concat(t.EqualityDeleteFiles, t.DeleteFiles) {
@@ -161,7 +171,9 @@ func readGroupDeletes(ctx context.Context, fsys icebergio.IO, schema *iceberg.Sc
 			return nil
 		})
 	}
-	if err := eg.Wait(); err != nil {
+	if err := eg.Wait(); errors.Is(err, errToTheScan) {
+		return nil, false, nil
+	} else if err != nil {
 		return nil, false, err
 	}
 	for _, rows := range gd.positions {
@@ -205,7 +217,7 @@ func readParquet(ctx context.Context, fsys icebergio.IO, location string, fieldI
 			}
 		}
 		if leaves[k] < 0 {
-			return nil, fmt.Errorf("no top-level column with field id %d", id)
+			return nil, fmt.Errorf("%w: no top-level column with field id %d", errToTheScan, id)
 		}
 	}
 	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
@@ -273,13 +285,13 @@ func readDeletedRows(ctx context.Context, fsys icebergio.IO, location string, pa
 	defer tbl.Release()
 	out := map[string][]int64{}
 	err = eachRow(tbl, func(arrs []arrow.Array, idx []int) error {
-		path, ok := arrs[0].(*array.String)
+		path, ok := arrs[0].(interface{ Value(int) string })
 		pos, ok2 := arrs[1].(*array.Int64)
 		if !ok || !ok2 {
-			return fmt.Errorf("columns of types %s and %s, want string and long", arrs[0].DataType(), arrs[1].DataType())
+			return fmt.Errorf("%w: columns of types %s and %s, not string and long", errToTheScan, arrs[0].DataType(), arrs[1].DataType())
 		}
-		if path.IsNull(idx[0]) || pos.IsNull(idx[1]) {
-			return fmt.Errorf("a null file_path or pos")
+		if arrs[0].IsNull(idx[0]) || pos.IsNull(idx[1]) || pos.Value(idx[1]) < 0 {
+			return fmt.Errorf("a null file_path, or a null or negative pos")
 		}
 		if p := path.Value(idx[0]); paths[p] {
 			out[p] = append(out[p], pos.Value(idx[1]))
@@ -412,15 +424,23 @@ func (td *taskDeletes) filter(ctx context.Context, rec arrow.RecordBatch) (arrow
 
 // readWithDeletes reads tasks in order, rewriteReaders files at a time,
 // each through the scan without its deletes, then without the rows gd
-// removes from it. Each file's records are handed on in order; a
-// reader ahead of the writer holds at most a few of its records.
+// removes from it. Each file's records are handed on in order. A reader
+// keeps its place among the rewriteReaders until the writer has taken
+// all of its file's records, so at most rewriteReaders files' records
+// are held at once, as with the scan's own readers.
+//
+// Every file's records end with a mark that it was read to its end:
+// records that stop without it (the context ended, the reader failed)
+// end the iteration with an error, never with fewer rows, which the
+// caller could not tell from rows the deletes removed.
 func readWithDeletes(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask, gd *groupDeletes) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		type item struct {
-			rec arrow.RecordBatch
-			err error
+			rec  arrow.RecordBatch
+			err  error
+			done bool // the file was read to its end
 		}
 		outs := make([]chan item, len(tasks))
 		for i := range outs {
@@ -457,7 +477,6 @@ func readWithDeletes(ctx context.Context, scan *table.Scan, tasks []table.FileSc
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					defer func() { <-sem }()
 					defer close(outs[i])
 					send := func(it item) bool {
 						select {
@@ -499,20 +518,36 @@ func readWithDeletes(ctx context.Context, scan *table.Scan, tasks []table.FileSc
 					}
 					if td.read != t.File.Count() {
 						fail(fmt.Errorf("read %d rows, the manifest says %d", td.read, t.File.Count()))
+						return
 					}
+					send(item{done: true})
 				}()
 			}
 		}()
-		for _, ch := range outs {
+		for i, ch := range outs {
+			done := false
 			for it := range ch {
-				if it.err != nil {
+				switch {
+				case it.err != nil:
 					yield(nil, it.err)
 					return
-				}
-				if !yield(it.rec, nil) {
+				case it.done:
+					done = true
+				case !yield(it.rec, nil):
 					return
 				}
 			}
+			if !done {
+				err := context.Cause(ctx)
+				if err == nil {
+					err = errors.New("the read stopped")
+				}
+				yield(nil, fmt.Errorf("read %s: %w", tasks[i].File.FilePath(), err))
+				return
+			}
+			// The writer has all of this file's records: its reader's
+			// place goes to the next file.
+			<-sem
 		}
 	}
 }

@@ -69,7 +69,7 @@ func readGroup(ctx context.Context, tbl *table.Table, sizes map[string]int64, ta
 	}
 	gd, ok, err := readGroupDeletes(ctx, fs, tbl.Schema(), tasks)
 	if err != nil {
-		return nil, fmt.Errorf("read the equality deletes of %d files: %w", len(tasks), err)
+		return nil, fmt.Errorf("read the deletes of %d files: %w", len(tasks), err)
 	}
 	if ok {
 		return readWithDeletes(ctx, wholeReads(tbl, sizes).Scan(table.WithMaxConcurrency(1)), tasks, gd), nil
@@ -139,8 +139,8 @@ func compactGroup(ctx context.Context, tbl *table.Table, g compactionGroup, bloo
 	// The reads are bound by the store's latency, not the CPU: a group
 	// of a thousand small segments read two at a time (iceberg-go's
 	// default, GOMAXPROCS) spends most of a pass waiting. rewriteReaders
-	// tasks are read at once; the scan still returns them in order, each
-	// worker holding at most one small task's rows.
+	// tasks are read at once and handed on in order, at most
+	// rewriteReaders tasks' rows held at once.
 	records, err := readGroup(ctx, tbl, sizes, g.Tasks)
 	if err != nil {
 		return c, err

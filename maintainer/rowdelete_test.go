@@ -2,13 +2,16 @@ package maintainer
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -468,5 +471,103 @@ func TestCompactionAppliesEqualityDeletesOncePerGroup(t *testing.T) {
 				t.Errorf("%d position and %d equality delete files applying after compaction, want none", pos, eq)
 			}
 		})
+	}
+}
+
+// A file reaches the writer in several records: the rows a position
+// delete names are counted across them. Here a segment of 1,000 rows in
+// row groups of 100, read in records of 64 rows, another engine's position deletes of rows in the first and the
+// eighth group, and an upsert of a key in the fifth: compaction keeps
+// exactly what the scan reads.
+func TestCompactionCountsPositionsAcrossRecords(t *testing.T) {
+	dir := t.TempDir()
+	cfg := wideConfig(dir, sqliteCatalog(t, dir), map[string]string{
+		table.WriteDeleteModeKey:      table.WriteModeMergeOnRead,
+		table.ParquetRowGroupLimitKey: "100",
+		table.ParquetBatchSizeKey:     "64",
+	})
+	cfg.Maintenance.CompactionFanIn = 2
+	ids := make([]int64, 1000)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	appendNotes(t, cfg, ids)
+	tbl := loadTable(t, cfg)
+	for _, f := range liveFiles(t, tbl) {
+		fs, _ := tbl.FS(context.Background())
+		src, err := fs.Open(f.FilePath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := file.NewParquetReader(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.NumRowGroups() != 10 {
+			t.Fatalf("the segment has %d row groups, want 10", pr.NumRowGroups())
+		}
+		pr.Close()
+	}
+	deleteRow(t, cfg, 7)
+	deleteRow(t, cfg, 777)
+	upsert(t, cfg, 450)
+	want, wantCount := rowsByID(t, loadTable(t, cfg))
+	if len(want) != 998 || want[450] != "updated" {
+		t.Fatalf("before compaction the table reads %d ids, id 450 %q; want 998, the update", len(want), want[450])
+	}
+	m, _ := newMaintainer(t, cfg)
+	if res := passAndCommit(t, m, cfg); res.Applied == 0 || res.Dropped != 0 {
+		t.Fatalf("hand-off result %+v, want its groups applied", res)
+	}
+	got, gotCount := rowsByID(t, loadTable(t, cfg))
+	if !maps.Equal(got, want) || !maps.Equal(gotCount, wantCount) {
+		t.Errorf("after compaction the table reads %d ids (7: %v, 777: %v, 450: %q), want %d", len(got), gotCount[7], gotCount[777], got[450], len(want))
+	}
+}
+
+// The context of a compaction ends while its files are read: the rows
+// stop with an error, never with a clean end, which the writer would
+// take for rows the deletes removed and commit. Each of the 16 files
+// read at once is 16 records of 64 rows, so when the context ends every
+// reader is waiting to hand on a record the writer has no room for, and
+// stops without one.
+func TestCompactionReadStopsWithAnError(t *testing.T) {
+	dir := t.TempDir()
+	cfg := wideConfig(dir, sqliteCatalog(t, dir), map[string]string{table.ParquetBatchSizeKey: "64"})
+	for f := range int64(20) {
+		ids := make([]int64, 1000)
+		for i := range ids {
+			ids[i] = f*1000 + int64(i)
+		}
+		appendNotes(t, cfg, ids)
+	}
+	deleteRowByEquality(t, cfg, 5)
+	tbl := loadTable(t, cfg)
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	records, err := readGroup(ctx, tbl, nil, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	var last error
+	for rec, err := range records {
+		if err != nil {
+			last = err
+			break
+		}
+		if rows == 0 {
+			time.Sleep(300 * time.Millisecond) // the readers fill their room
+			cancel()
+		}
+		rows += rec.NumRows()
+		rec.Release()
+	}
+	if !errors.Is(last, context.Canceled) {
+		t.Errorf("after %d of 19,999 rows the read ended with %v, want context.Canceled", rows, last)
 	}
 }
