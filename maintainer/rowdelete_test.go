@@ -94,22 +94,29 @@ func deleteRow(t *testing.T, cfg *config.Config, id int64) {
 // iceberg-go's WriteEqualityDeletes and RowDelta.
 func deleteRowByEquality(t *testing.T, cfg *config.Config, id int64) {
 	t.Helper()
-	ctx := context.Background()
-	tbl := openTable(t, cfg)
-	field, ok := tbl.Schema().FindFieldByName("id")
-	if !ok {
-		t.Fatal("no id column")
-	}
-	sc, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, field), nil, true, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	b := array.NewInt64Builder(memory.DefaultAllocator)
 	defer b.Release()
 	b.Append(id)
 	col := b.NewArray()
 	defer col.Release()
-	rec := array.NewRecordBatch(sc, []arrow.Array{col}, 1)
+	deleteByEquality(t, cfg, "id", col)
+}
+
+// deleteByEquality commits one equality-delete file on column, of the
+// values of col.
+func deleteByEquality(t *testing.T, cfg *config.Config, column string, col arrow.Array) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := openTable(t, cfg)
+	field, ok := tbl.Schema().FindFieldByName(column)
+	if !ok {
+		t.Fatalf("no %s column", column)
+	}
+	sc, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, field), nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := array.NewRecordBatch(sc, []arrow.Array{col}, int64(col.Len()))
 	defer rec.Release()
 	records := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
 	tx := tbl.NewTransaction()
@@ -382,31 +389,12 @@ func deleteFileEntries(t *testing.T, tbl *table.Table) int {
 // than the upserts' key.
 func deleteNoteByEquality(t *testing.T, cfg *config.Config, note string) {
 	t.Helper()
-	ctx := context.Background()
-	tbl := openTable(t, cfg)
-	field, _ := tbl.Schema().FindFieldByName("note")
-	sc, err := table.SchemaToArrowSchema(iceberg.NewSchema(0, field), nil, true, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	b := array.NewStringBuilder(memory.DefaultAllocator)
 	defer b.Release()
 	b.Append(note)
 	col := b.NewArray()
 	defer col.Release()
-	rec := array.NewRecordBatch(sc, []arrow.Array{col}, 1)
-	defer rec.Release()
-	tx := tbl.NewTransaction()
-	files, err := tx.WriteEqualityDeletes(ctx, []int{field.ID}, func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) })
-	if err != nil {
-		t.Fatalf("write the equality delete: %v", err)
-	}
-	if err := tx.NewRowDelta(nil).AddDeletes(files...).Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	deleteByEquality(t, cfg, "note", col)
 }
 
 // Compaction reads a group's delete files once and checks each file's
