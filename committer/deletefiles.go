@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icewal/ingestor/shared/parquetfmt"
+	"github.com/icewal/ingestor/shared/tables"
 )
 
 // deleteWriters is how many partitions of one upsert batch have their
@@ -181,7 +182,26 @@ func writePositionDeletes(wfs icebergio.WriteFileIO, lp table.LocationProvider, 
 	// delta checks that file against the table's head before the commit
 	// (on every attempt once the table has a snapshot), and the file is
 	// one this same delta adds, so the check would always fail. Readers
-	// match the file by partition and by its file_path column.
+	// match the file by partition and by its file_path column, whose
+	// bounds are given: when they are equal (one data file, the common
+	// case) every later reader of the manifest (the maintainer, a
+	// hand-off, a restarted committer) knows the target without opening
+	// the file; readers skip it for files outside them.
+	targets := make([]string, 0, len(segs))
+	for _, i := range segs {
+		if len(rows[i]) > 0 {
+			targets = append(targets, files[i].FilePath())
+		}
+	}
+	targets = slices.Compact(targets)
+	lo, hi := []byte(targets[0]), []byte(targets[len(targets)-1])
+	b.LowerBoundValues(map[int][]byte{tables.FilePathFieldID: lo}).UpperBoundValues(map[int][]byte{tables.FilePathFieldID: hi})
+	// This process applies the maintainer's hand-offs, which look at
+	// every position delete of the partitions they rewrite: it knows
+	// the targets of its own files and never reads them back. Dying
+	// after this is nothing: the cache is memory, and an entry for a
+	// file never committed names a path no one asks about.
+	tables.RememberTargets(location, targets)
 	return b.Build(), nil
 }
 

@@ -3,6 +3,7 @@ package committer
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -58,6 +59,7 @@ func (c *Committer) applyHandoffs(ctx context.Context, log *slog.Logger, d confi
 		if c.beforeCommit != nil {
 			beforeCommit = func(attempt int) { c.beforeCommit(ctx, d.Name, attempt) }
 		}
+		start := time.Now()
 		next, res, err := tables.ApplyHandoff(ctx, cat, tbl, n.Handoff, beforeCommit)
 		if err != nil {
 			c.metrics.handoffFailures.WithLabelValues(d.Name).Inc()
@@ -67,7 +69,9 @@ func (c *Committer) applyHandoffs(ctx context.Context, log *slog.Logger, d confi
 		tbl = next
 		if res.Applied > 0 {
 			log.Info("committed the maintainer's compaction", "handoff", n.ID, "files", res.Applied,
-				"rows", res.Rows, "bytes", res.Bytes, "attempts", res.Attempts)
+				"rows", res.Rows, "bytes", res.Bytes, "attempts", res.Attempts,
+				"delete_files_removed", res.DeleteFilesRemoved, "delete_files_read", res.TargetReads,
+				"duration_ms", time.Since(start).Milliseconds())
 			// Dying here: the replace is committed and the note still
 			// on disk; the next pass finds the replace in the table
 			// (tables.SummaryHandoff) and only deletes the note.

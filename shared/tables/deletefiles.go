@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -15,10 +16,10 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 )
 
-// filePathFieldID is the field id of a position-delete file's file_path
+// FilePathFieldID is the field id of a position-delete file's file_path
 // column (the spec's reserved id), whose bounds name the data files it
 // deletes rows of.
-const filePathFieldID = 2147483546
+const FilePathFieldID = 2147483546
 
 // FileEntry is a live file of a table's current snapshot with its data
 // sequence number, which decides what an equality delete applies to: a
@@ -44,7 +45,15 @@ type TableFiles struct {
 	Deletes []FileEntry          // position, equality and deletion vectors
 	meta    table.Metadata
 	fs      icebergio.IO
+	// reads counts the position-delete files read to learn their
+	// targets (TargetReads).
+	reads atomic.Int64
 }
+
+// TargetReads returns how many position-delete files tf has read to
+// learn the data files they name: those neither the manifest nor the
+// process's cache told.
+func (tf *TableFiles) TargetReads() int64 { return tf.reads.Load() }
 
 // ReadTableFiles reads the live files of tbl's current snapshot.
 func ReadTableFiles(ctx context.Context, tbl *table.Table) (*TableFiles, error) {
@@ -129,6 +138,7 @@ func (tf *TableFiles) Targets(ctx context.Context, d iceberg.DataFile) ([]string
 	if err != nil {
 		return nil, err
 	}
+	tf.reads.Add(1)
 	deleteTargets.put(d.FilePath(), t)
 	return t, nil
 }
@@ -139,7 +149,7 @@ func knownTargets(d iceberg.DataFile) ([]string, bool) {
 	if ref := d.ReferencedDataFile(); ref != nil {
 		return []string{*ref}, true
 	}
-	lo, hi := d.LowerBoundValues()[filePathFieldID], d.UpperBoundValues()[filePathFieldID]
+	lo, hi := d.LowerBoundValues()[FilePathFieldID], d.UpperBoundValues()[FilePathFieldID]
 	if lo != nil && string(lo) == string(hi) {
 		return []string{string(lo)}, true
 	}

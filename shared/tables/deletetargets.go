@@ -2,6 +2,7 @@ package tables
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/apache/iceberg-go"
@@ -47,6 +48,16 @@ func (c *targetCache) put(path string, t []string) {
 	c.m[path] = t
 }
 
+// RememberTargets records that the position-delete file at path names
+// the data files targets, for a writer that has just written it: the
+// process then never reads the file back to learn them (a compaction
+// hand-off applied by the same process looks at every position delete of
+// the partitions it rewrites). Memory only: another process, or this one
+// after a restart, reads the file once.
+func RememberTargets(path string, targets []string) {
+	deleteTargets.put(path, slices.Clone(targets))
+}
+
 // prefetchTargets reads the targets of the position-delete files of
 // parts committed after sequence number after that are not known yet,
 // targetReaders at a time, into deleteTargets; the first error is
@@ -84,6 +95,7 @@ func (tf *TableFiles) prefetchTargets(ctx context.Context, parts map[string]bool
 					mu.Unlock()
 					continue
 				}
+				tf.reads.Add(1)
 				deleteTargets.put(path, t)
 			}
 		}()

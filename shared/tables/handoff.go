@@ -66,6 +66,10 @@ type HandoffResult struct {
 	Rows, Bytes int64
 	// Attempts is the number of catalog commits tried.
 	Attempts int
+	// TargetReads is the position-delete files read to learn which data
+	// files they name; a file this process wrote (RememberTargets) or
+	// whose manifest entry names its one target is not read.
+	TargetReads int64
 }
 
 // ApplyHandoff commits the hand-off h on tbl as one replace snapshot that
@@ -116,8 +120,13 @@ type HandoffResult struct {
 //
 // It returns the table after the commit, or tbl when it committed nothing.
 // When it returns without error the note can be deleted.
-func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h walfile.Handoff, beforeCommit func(attempt int)) (*table.Table, HandoffResult, error) {
-	var res HandoffResult
+func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h walfile.Handoff, beforeCommit func(attempt int)) (_ *table.Table, res HandoffResult, _ error) {
+	var read []*TableFiles // of every attempt, for TargetReads
+	defer func() {
+		for _, f := range read {
+			res.TargetReads += f.TargetReads()
+		}
+	}()
 	if tbl.Metadata().TableUUID() != h.TableUUID {
 		for _, g := range h.Groups {
 			res.Dropped++
@@ -136,6 +145,7 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 		if err != nil {
 			return tbl, res, err
 		}
+		read = append(read, files)
 		live := map[string]iceberg.DataFile{}
 		for p, e := range files.Data {
 			live[p] = e.File
