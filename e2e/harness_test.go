@@ -269,6 +269,9 @@ type instanceOptions struct {
 	upkeep bool
 	// compactionFanIn is maintenance.compactionFanIn; 0 leaves compaction off.
 	compactionFanIn int
+	// idleCompactionMinutes is maintenance.idleCompactionMinutes with
+	// upkeep; 0 leaves the default.
+	idleCompactionMinutes float64
 	// maxManifests is maintenance.maxManifests with upkeep; 0 is 1, a
 	// manifest rewrite at nearly every pass.
 	maxManifests int
@@ -361,7 +364,11 @@ catalog:
 		fmt.Fprintf(&b, "maintenance: {%s}\n", lease[2:])
 	}
 	if o.upkeep {
-		fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: %d, compactionFanIn: %d%s}\n", max(o.maxManifests, 1), o.compactionFanIn, lease)
+		idle := ""
+		if o.idleCompactionMinutes > 0 {
+			idle = fmt.Sprintf(", idleCompactionMinutes: %g", o.idleCompactionMinutes)
+		}
+		fmt.Fprintf(&b, "maintenance: {intervalSeconds: 1, maxManifests: %d, compactionFanIn: %d%s%s}\n", max(o.maxManifests, 1), o.compactionFanIn, idle, lease)
 		upkeepProps = `      properties: {history.expire.max-snapshot-age-ms: "3000", history.expire.min-snapshots-to-keep: "1"}
 `
 	}

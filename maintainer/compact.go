@@ -96,7 +96,7 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table, files
 	target := targetFileSize(tbl)
 	// First the partitions whose deletes pay for a rewrite whole
 	// (deletedebt.go); their files are in no other group.
-	heavy, err := heavyPartitions(files, fanIn)
+	heavy, err := heavyPartitions(files, fanIn, m.idleSeq(tbl))
 	if err != nil {
 		return nil, p, err
 	}
@@ -280,16 +280,39 @@ func isIdleOutput(f iceberg.DataFile) bool {
 // the snapshot that added it, or, once that one has expired, a later one.
 // A file whose time cannot be told counts as added now.
 func addTimes(tbl *table.Table, now time.Time) func(table.FileScanTask) time.Time {
-	snaps := slices.Clone(tbl.Metadata().Snapshots())
-	slices.SortFunc(snaps, func(a, b table.Snapshot) int { return cmp.Compare(a.SequenceNumber, b.SequenceNumber) })
+	at := seqTimes(tbl, now)
 	return func(t table.FileScanTask) time.Time {
 		if t.DataSequenceNumber != nil {
-			i, _ := slices.BinarySearchFunc(snaps, *t.DataSequenceNumber, func(s table.Snapshot, seq int64) int { return cmp.Compare(s.SequenceNumber, seq) })
-			if i < len(snaps) {
-				return time.UnixMilli(snaps[i].TimestampMs)
-			}
+			return at(*t.DataSequenceNumber)
 		}
 		return now // never idle on a guess
+	}
+}
+
+// seqTimes returns when the snapshot of a data sequence number was
+// committed, now where the metadata no longer tells (never idle on a
+// guess).
+func seqTimes(tbl *table.Table, now time.Time) func(seq int64) time.Time {
+	snaps := slices.Clone(tbl.Metadata().Snapshots())
+	slices.SortFunc(snaps, func(a, b table.Snapshot) int { return cmp.Compare(a.SequenceNumber, b.SequenceNumber) })
+	return func(seq int64) time.Time {
+		i, _ := slices.BinarySearchFunc(snaps, seq, func(s table.Snapshot, seq int64) int { return cmp.Compare(s.SequenceNumber, seq) })
+		if i < len(snaps) {
+			return time.UnixMilli(snaps[i].TimestampMs)
+		}
+		return now
+	}
+}
+
+// idleSeq reports whether a partition whose newest data file has data
+// sequence number seq is idle (maintenance.idleCompactionMinutes; never
+// when that is 0).
+func (m *Maintainer) idleSeq(tbl *table.Table) func(seq int64) bool {
+	idleAfter := m.cfg.IdleCompaction()
+	now := m.now()
+	at := seqTimes(tbl, now)
+	return func(seq int64) bool {
+		return idleAfter > 0 && now.Sub(at(seq)) >= idleAfter
 	}
 }
 

@@ -2,6 +2,7 @@ package maintainer
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/apache/iceberg-go"
@@ -10,31 +11,54 @@ import (
 	"github.com/icewal/ingestor/shared/tables"
 )
 
-// deletedShare is the share of a partition's rows its live delete files
-// may delete before compaction rewrites the partition whole, whatever the
-// size of its files: past it, reads spend more on rows they drop than a
-// rewrite costs once.
+// deletedShare is the share of a partition's rows its live position
+// deletes may remove before compaction rewrites the partition whole,
+// whatever the size of its files: past it, reads spend more on rows they
+// drop than a rewrite costs once. Only position deletes count: they name
+// rows that are gone, where an upsert's equality delete holds every key
+// of its batch, new ones included.
 const deletedShare = 0.10
+
+// growthShare is how much a partition with more delete files than the
+// fan-in must have grown since its oldest live delete, as a share of the
+// rows that delete applies to, before it is rewritten whole. A rewrite
+// costs the partition's rows; rewriting when it has grown by a half
+// since the last one costs about three times the partition's final size
+// over its whole life (1 + 2/3 + 4/9 + ...), where rewriting whenever
+// it had more delete files than the fan-in cost its size every few
+// commits, and a long upsert stream's passes grew with the table until
+// upkeep fell behind.
+const growthShare = 0.5
 
 // The delete debt. An upsert table gains an equality-delete file and a
 // position-delete file in each partition at every commit of the
 // committer. A position delete names its data files, and goes with them
-// when compaction replaces them (tables.ApplyHandoff). An equality delete
-// applies to every older data file of its partition, so it goes only
-// once no data file of the partition is older than it: once every older
-// file, the big ones that the fan-in never merges again included, has
-// been rewritten with it applied. Until then each scan of the partition
-// reads it.
+// when compaction replaces them (tables.ApplyHandoff): the committer's
+// name the files of their own commit, which the fan-in merges soon. An
+// equality delete applies to every older data file of its partition, so
+// it goes only once no data file of the partition is older than it: once
+// every older file, the big ones that the fan-in never merges again
+// included, has been rewritten with it applied. Until then each scan of
+// the partition reads it.
 //
-// So a partition whose live delete files number more than
-// maintenance.compactionFanIn, or whose delete files' records are more
-// than deletedShare of its rows, is compacted whole (planDeleteHeavy):
-// all its data files, in target-sized groups, each read with its deletes
-// applied and committed with the read snapshot's sequence number, after
-// which the deletes committed up to that snapshot apply to nothing and
-// leave in the same replace. An equality delete that already applies to
-// nothing (the first commit into a partition: no older row) counts for
-// neither rule: any replace of its partition removes it.
+// So a partition with live delete files is compacted whole
+// (planDeleteHeavy) when
+//   - it is idle (no data file for maintenance.idleCompactionMinutes):
+//     rewritten once, it stays clean;
+//   - it has more delete files than maintenance.compactionFanIn, and the
+//     rows added since its oldest live delete are at least growthShare
+//     of the rows that delete applies to: the rewrites of a growing
+//     partition are paid for by its growth;
+//   - it has more delete files than the fan-in squared, whatever its
+//     growth: reads check a bounded number;
+//   - its position deletes remove more than deletedShare of its rows.
+//
+// A rewrite takes all its data files, in target-sized groups, each read
+// with its deletes applied and committed with the read snapshot's
+// sequence number, after which the deletes committed up to that snapshot
+// apply to nothing and leave in the same replace. An equality delete
+// that already applies to nothing (the first commit into a partition: no
+// older row) counts for no rule: any replace of its partition removes it.
 
 // heavyPartition is a partition whose delete debt pays for a rewrite of
 // it whole.
@@ -44,8 +68,9 @@ type heavyPartition struct {
 }
 
 // heavyPartitions returns the partitions of files that pay for a rewrite
-// whole, most delete files first.
-func heavyPartitions(files *tables.TableFiles, fanIn int) ([]heavyPartition, error) {
+// whole, most delete files first. idle reports whether a partition whose
+// newest data file has the data sequence number seq is idle.
+func heavyPartitions(files *tables.TableFiles, fanIn int, idle func(seq int64) bool) ([]heavyPartition, error) {
 	dead, err := files.DeadEquality(nil, nil)
 	if err != nil {
 		return nil, err
@@ -56,17 +81,20 @@ func heavyPartitions(files *tables.TableFiles, fanIn int) ([]heavyPartition, err
 	}
 	type debt struct {
 		deleteFiles int
-		deleted     int64
+		posDeleted  int64
 		rows        int64
+		newestData  int64
+		oldestDel   int64 // data sequence number of the oldest live delete
 	}
 	parts := map[string]*debt{}
 	for _, e := range files.Data {
 		p := parts[e.Partition]
 		if p == nil {
-			p = &debt{}
+			p = &debt{newestData: math.MinInt64, oldestDel: math.MaxInt64}
 			parts[e.Partition] = p
 		}
 		p.rows += e.File.Count()
+		p.newestData = max(p.newestData, e.Seq)
 	}
 	for _, e := range files.Deletes {
 		p := parts[e.Partition]
@@ -74,11 +102,29 @@ func heavyPartitions(files *tables.TableFiles, fanIn int) ([]heavyPartition, err
 			continue // a delete of a partition without data, or of none
 		}
 		p.deleteFiles++
-		p.deleted += e.File.Count()
+		p.oldestDel = min(p.oldestDel, e.Seq)
+		if e.File.ContentType() != iceberg.EntryContentEqDeletes {
+			p.posDeleted += e.File.Count()
+		}
+	}
+	// The rows each partition holds older than its oldest live delete
+	// (what the rewrite is for), and the rows added since.
+	older := map[string]int64{}
+	for _, e := range files.Data {
+		if p := parts[e.Partition]; p.deleteFiles > 0 && e.Seq < p.oldestDel {
+			older[e.Partition] += e.File.Count()
+		}
 	}
 	var out []heavyPartition
 	for key, p := range parts {
-		if p.deleteFiles > fanIn || (p.deleteFiles > 0 && float64(p.deleted) > deletedShare*float64(p.rows)) {
+		if p.deleteFiles == 0 {
+			continue
+		}
+		grown := float64(p.rows-older[key]) >= growthShare*float64(older[key])
+		if idle(p.newestData) ||
+			(p.deleteFiles > fanIn && grown) ||
+			p.deleteFiles > fanIn*fanIn ||
+			float64(p.posDeleted) > deletedShare*float64(p.rows) {
 			out = append(out, heavyPartition{key: key, deleteFiles: p.deleteFiles})
 		}
 	}

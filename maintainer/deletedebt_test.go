@@ -1,9 +1,11 @@
 package maintainer
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -27,17 +29,31 @@ func deleteIDs(t *testing.T, cfg *config.Config, ids ...int64) {
 	}
 }
 
-// A partition with more delete files than the fan-in, or whose deletes
-// remove more than a tenth of its rows, is compacted whole even where
-// the fan-in plans nothing (here: two files, or one, each at least half
-// the target size): afterwards the table reads the same rows, and no
-// delete file is left for reads to check. One delete of few rows leaves
-// the partition alone.
+// A partition with delete files is compacted whole, even where the fan-in
+// plans nothing (here: every file at least half the target size), when
+// it is idle, when it has more delete files than the fan-in and has grown
+// by half since its oldest delete, when it has more than the fan-in
+// squared, or when its position deletes remove more than a tenth of its
+// rows: afterwards the table reads the same rows, and no delete file is
+// left for reads to check. A busy partition that has grown less, and
+// equality deletes of many keys (an upsert's hold every key of its
+// batch), leave it alone: rewriting a growing partition at every few
+// deletes cost its size every few commits.
 func TestDeleteHeavyPartitionIsCompactedWhole(t *testing.T) {
+	nineByEquality := func(t *testing.T, cfg *config.Config) {
+		for id := range int64(9) {
+			deleteRowByEquality(t, cfg, id*2)
+		}
+	}
 	cases := []struct {
 		name    string
+		fanIn   int
 		appends [][]int64
 		del     func(t *testing.T, cfg *config.Config)
+		// after are appends after the deletes.
+		after [][]int64
+		// idle: the pass runs an hour after the last commit.
+		idle bool
 		// deleted are the ids the deletes remove.
 		deleted []int64
 		// rewritten: the pass compacts the partition; else the delete
@@ -45,15 +61,49 @@ func TestDeleteHeavyPartitionIsCompactedWhole(t *testing.T) {
 		rewritten bool
 	}{
 		{
-			name:    "more delete files than the fan-in",
-			appends: [][]int64{seq(0, 12), seq(12, 24)},
-			del: func(t *testing.T, cfg *config.Config) {
-				for id := range int64(9) {
-					deleteRowByEquality(t, cfg, id*2)
-				}
-			},
+			name:      "more delete files than the fan-in, idle",
+			appends:   [][]int64{seq(0, 12), seq(12, 24)},
+			del:       nineByEquality,
+			idle:      true,
 			deleted:   []int64{0, 2, 4, 6, 8, 10, 12, 14, 16},
 			rewritten: true,
+		},
+		{
+			name:      "more delete files than the fan-in, grown by half since",
+			appends:   [][]int64{seq(0, 12), seq(12, 24)},
+			del:       nineByEquality,
+			after:     [][]int64{seq(24, 36)},
+			deleted:   []int64{0, 2, 4, 6, 8, 10, 12, 14, 16},
+			rewritten: true,
+		},
+		{
+			name:    "more delete files than the fan-in, grown by less",
+			appends: [][]int64{seq(0, 12), seq(12, 24)},
+			del:     nineByEquality,
+			after:   [][]int64{seq(24, 30)},
+			deleted: []int64{0, 2, 4, 6, 8, 10, 12, 14, 16},
+		},
+		{
+			name:    "more delete files than the fan-in squared",
+			fanIn:   2,
+			appends: [][]int64{seq(0, 12), seq(12, 24)},
+			del: func(t *testing.T, cfg *config.Config) {
+				for id := range int64(5) {
+					deleteRowByEquality(t, cfg, id)
+				}
+			},
+			deleted:   seq(0, 5),
+			rewritten: true,
+		},
+		{
+			name:    "equality deletes of a tenth of the keys",
+			appends: [][]int64{seq(0, 20)},
+			del: func(t *testing.T, cfg *config.Config) {
+				for _, id := range []int64{3, 7, 11} {
+					deleteRowByEquality(t, cfg, id)
+				}
+			},
+			deleted: []int64{3, 7, 11},
 		},
 		{
 			name:      "a tenth of the rows deleted",
@@ -80,17 +130,20 @@ func TestDeleteHeavyPartitionIsCompactedWhole(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := wideConfig(dir, sqliteCatalog(t, dir), map[string]string{table.WriteDeleteModeKey: table.WriteModeMergeOnRead})
-			cfg.Maintenance.CompactionFanIn = 8
+			cfg.Maintenance.CompactionFanIn = cmp.Or(tc.fanIn, 8)
 			var smallest int64 = 1 << 62
 			for _, a := range tc.appends {
+				smallest = min(smallest, appendNotes(t, cfg, a))
+			}
+			tc.del(t, cfg)
+			for _, a := range tc.after {
 				smallest = min(smallest, appendNotes(t, cfg, a))
 			}
 			// Every file at least half the target: the fan-in and the
 			// idle merge plan nothing.
 			setTarget(t, cfg, smallest)
-			tc.del(t, cfg)
 			var want []int64
-			for _, a := range tc.appends {
+			for _, a := range append(slices.Clone(tc.appends), tc.after...) {
 				for _, id := range a {
 					if !slices.Contains(tc.deleted, id) {
 						want = append(want, id)
@@ -101,6 +154,9 @@ func TestDeleteHeavyPartitionIsCompactedWhole(t *testing.T) {
 			before := deleteFileEntries(t, loadTable(t, cfg))
 
 			m, _ := newMaintainer(t, cfg)
+			if tc.idle {
+				m.now = func() time.Time { return time.Now().Add(time.Hour) }
+			}
 			res := passAndCommit(t, m, cfg)
 
 			tbl := loadTable(t, cfg)
