@@ -96,7 +96,7 @@ func (m *Maintainer) planCompaction(ctx context.Context, tbl *table.Table, files
 	target := targetFileSize(tbl)
 	// First the partitions whose deletes pay for a rewrite whole
 	// (deletedebt.go); their files are in no other group.
-	heavy, err := heavyPartitions(files, fanIn, m.idleSeq(tbl))
+	heavy, err := heavyPartitions(files, fanIn, m.idleDebt(tbl))
 	if err != nil {
 		return nil, p, err
 	}
@@ -304,15 +304,30 @@ func seqTimes(tbl *table.Table, now time.Time) func(seq int64) time.Time {
 	}
 }
 
-// idleSeq reports whether a partition whose newest data file has data
-// sequence number seq is idle (maintenance.idleCompactionMinutes; never
-// when that is 0).
-func (m *Maintainer) idleSeq(tbl *table.Table) func(seq int64) bool {
+// idleDebt reports whether a partition whose newest data file has data
+// sequence number seq is idle for the delete debt, where the table's
+// newest data file has tableSeq: it received nothing for
+// maintenance.idleCompactionMinutes while other partitions did
+// (yesterday's hour), or nothing for that long and the table's metadata
+// did not change for that long either (the stream stopped). Never when
+// idle compaction is off. Without the second condition a committer busy
+// with a long hand-off made every partition look idle, each pass rewrote
+// the whole table, and the next hand-off took longer still.
+func (m *Maintainer) idleDebt(tbl *table.Table) func(seq, tableSeq int64) bool {
 	idleAfter := m.cfg.IdleCompaction()
 	now := m.now()
 	at := seqTimes(tbl, now)
-	return func(seq int64) bool {
-		return idleAfter > 0 && now.Sub(at(seq)) >= idleAfter
+	quiet := now
+	if s := tbl.CurrentSnapshot(); s != nil {
+		quiet = time.UnixMilli(s.TimestampMs)
+	}
+	return func(seq, tableSeq int64) bool {
+		if idleAfter <= 0 {
+			return false
+		}
+		last := at(seq)
+		return at(tableSeq).Sub(last) >= idleAfter ||
+			(now.Sub(last) >= idleAfter && now.Sub(quiet) >= idleAfter)
 	}
 }
 

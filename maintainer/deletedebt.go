@@ -22,13 +22,16 @@ const deletedShare = 0.10
 // growthShare is how much a partition with more delete files than the
 // fan-in must have grown since its oldest live delete, as a share of the
 // rows that delete applies to, before it is rewritten whole. A rewrite
-// costs the partition's rows; rewriting when it has grown by a half
-// since the last one costs about three times the partition's final size
-// over its whole life (1 + 2/3 + 4/9 + ...), where rewriting whenever
-// it had more delete files than the fan-in cost its size every few
-// commits, and a long upsert stream's passes grew with the table until
-// upkeep fell behind.
-const growthShare = 0.5
+// costs the partition's rows; rewriting when it has doubled since the
+// last one costs about twice the partition's final size over its whole
+// life (1 + 1/2 + 1/4 + ...), and the equality deletes' records between
+// two rewrites are at most the rows added, so a read checks no more keys
+// than it reads rows. Rewriting whenever it had more delete files than
+// the fan-in cost its size every few commits, and a long upsert stream's
+// passes grew with the table until upkeep fell behind; rewriting at half
+// its growth did too on two cores, where a pass over the table took as
+// long as the stream took to add half of it again.
+const growthShare = 1.0
 
 // The delete debt. An upsert table gains an equality-delete file and a
 // position-delete file in each partition at every commit of the
@@ -43,14 +46,16 @@ const growthShare = 0.5
 //
 // So a partition with live delete files is compacted whole
 // (planDeleteHeavy) when
-//   - it is idle (no data file for maintenance.idleCompactionMinutes):
-//     rewritten once, it stays clean;
+//   - it is idle (no data file for maintenance.idleCompactionMinutes
+//     while the table received others, or while the table's metadata
+//     did not change either; Maintainer.idleDebt): rewritten once, it
+//     stays clean;
 //   - it has more delete files than maintenance.compactionFanIn, and the
 //     rows added since its oldest live delete are at least growthShare
 //     of the rows that delete applies to: the rewrites of a growing
 //     partition are paid for by its growth;
-//   - it has more delete files than the fan-in squared, whatever its
-//     growth: reads check a bounded number;
+//   - it has more delete files than the fan-in cubed (512 by default),
+//     whatever its growth: reads open a bounded number;
 //   - its position deletes remove more than deletedShare of its rows.
 //
 // A rewrite takes all its data files, in target-sized groups, each read
@@ -69,8 +74,9 @@ type heavyPartition struct {
 
 // heavyPartitions returns the partitions of files that pay for a rewrite
 // whole, most delete files first. idle reports whether a partition whose
-// newest data file has the data sequence number seq is idle.
-func heavyPartitions(files *tables.TableFiles, fanIn int, idle func(seq int64) bool) ([]heavyPartition, error) {
+// newest data file has the data sequence number seq is idle, where the
+// table's newest has tableSeq.
+func heavyPartitions(files *tables.TableFiles, fanIn int, idle func(seq, tableSeq int64) bool) ([]heavyPartition, error) {
 	dead, err := files.DeadEquality(nil, nil)
 	if err != nil {
 		return nil, err
@@ -87,7 +93,9 @@ func heavyPartitions(files *tables.TableFiles, fanIn int, idle func(seq int64) b
 		oldestDel   int64 // data sequence number of the oldest live delete
 	}
 	parts := map[string]*debt{}
+	tableNewest := int64(math.MinInt64)
 	for _, e := range files.Data {
+		tableNewest = max(tableNewest, e.Seq)
 		p := parts[e.Partition]
 		if p == nil {
 			p = &debt{newestData: math.MinInt64, oldestDel: math.MaxInt64}
@@ -121,9 +129,9 @@ func heavyPartitions(files *tables.TableFiles, fanIn int, idle func(seq int64) b
 			continue
 		}
 		grown := float64(p.rows-older[key]) >= growthShare*float64(older[key])
-		if idle(p.newestData) ||
+		if idle(p.newestData, tableNewest) ||
 			(p.deleteFiles > fanIn && grown) ||
-			p.deleteFiles > fanIn*fanIn ||
+			p.deleteFiles > fanIn*fanIn*fanIn ||
 			float64(p.posDeleted) > deletedShare*float64(p.rows) {
 			out = append(out, heavyPartition{key: key, deleteFiles: p.deleteFiles})
 		}

@@ -31,9 +31,9 @@ func deleteIDs(t *testing.T, cfg *config.Config, ids ...int64) {
 
 // A partition with delete files is compacted whole, even where the fan-in
 // plans nothing (here: every file at least half the target size), when
-// it is idle, when it has more delete files than the fan-in and has grown
-// by half since its oldest delete, when it has more than the fan-in
-// squared, or when its position deletes remove more than a tenth of its
+// it is idle, when it has more delete files than the fan-in and has
+// doubled since its oldest delete, when it has more than the fan-in
+// cubed, or when its position deletes remove more than a tenth of its
 // rows: afterwards the table reads the same rows, and no delete file is
 // left for reads to check. A busy partition that has grown less, and
 // equality deletes of many keys (an upsert's hold every key of its
@@ -69,10 +69,10 @@ func TestDeleteHeavyPartitionIsCompactedWhole(t *testing.T) {
 			rewritten: true,
 		},
 		{
-			name:      "more delete files than the fan-in, grown by half since",
+			name:      "more delete files than the fan-in, doubled since",
 			appends:   [][]int64{seq(0, 12), seq(12, 24)},
 			del:       nineByEquality,
-			after:     [][]int64{seq(24, 36)},
+			after:     [][]int64{seq(24, 36), seq(36, 48)},
 			deleted:   []int64{0, 2, 4, 6, 8, 10, 12, 14, 16},
 			rewritten: true,
 		},
@@ -80,19 +80,19 @@ func TestDeleteHeavyPartitionIsCompactedWhole(t *testing.T) {
 			name:    "more delete files than the fan-in, grown by less",
 			appends: [][]int64{seq(0, 12), seq(12, 24)},
 			del:     nineByEquality,
-			after:   [][]int64{seq(24, 30)},
+			after:   [][]int64{seq(24, 36), seq(36, 42)},
 			deleted: []int64{0, 2, 4, 6, 8, 10, 12, 14, 16},
 		},
 		{
-			name:    "more delete files than the fan-in squared",
+			name:    "more delete files than the fan-in cubed",
 			fanIn:   2,
 			appends: [][]int64{seq(0, 12), seq(12, 24)},
 			del: func(t *testing.T, cfg *config.Config) {
-				for id := range int64(5) {
+				for id := range int64(9) {
 					deleteRowByEquality(t, cfg, id)
 				}
 			},
-			deleted:   seq(0, 5),
+			deleted:   seq(0, 9),
 			rewritten: true,
 		},
 		{
@@ -199,4 +199,42 @@ func seq(from, to int64) []int64 {
 		out = append(out, id)
 	}
 	return out
+}
+
+// A partition that received nothing for maintenance.idleCompactionMinutes
+// is not idle for its delete debt while the table's metadata changed
+// within that time: a committer busy with a long hand-off appends nothing
+// for a while, and taking that for idleness made every pass rewrite every
+// partition whole, which made the next hand-off longer still. Once the
+// table is quiet too, the partition is rewritten.
+func TestDeleteDebtIdleWaitsForAQuietTable(t *testing.T) {
+	dir := t.TempDir()
+	cfg := wideConfig(dir, sqliteCatalog(t, dir), map[string]string{table.WriteDeleteModeKey: table.WriteModeMergeOnRead})
+	cfg.Maintenance.CompactionFanIn = 8
+	cfg.Maintenance.IdleCompactionMinutes = 0.01 // 600 ms
+	smallest := min(appendNotes(t, cfg, seq(0, 12)), appendNotes(t, cfg, seq(12, 24)))
+	setTarget(t, cfg, smallest)
+	time.Sleep(700 * time.Millisecond) // the data older than the idle time
+	for id := range int64(9) {
+		deleteRowByEquality(t, cfg, id*2)
+	}
+	justAfter := time.Now()
+	before := deleteFileEntries(t, loadTable(t, cfg))
+
+	m, _ := newMaintainer(t, cfg)
+	m.now = func() time.Time { return justAfter }
+	if res := passAndCommit(t, m, cfg); res.Applied != 0 {
+		t.Fatalf("hand-off %+v right after the deletes' commits: the partition was taken for idle", res)
+	}
+	if after := deleteFileEntries(t, loadTable(t, cfg)); after != before {
+		t.Fatalf("%d delete files left of %d, want the partition left as it was", after, before)
+	}
+
+	m.now = func() time.Time { return justAfter.Add(time.Second) }
+	if res := passAndCommit(t, m, cfg); res.Applied == 0 {
+		t.Fatalf("hand-off %+v once the table was quiet, want the partition rewritten", res)
+	}
+	if after := deleteFileEntries(t, loadTable(t, cfg)); after != 0 {
+		t.Errorf("%d delete files left, want none", after)
+	}
 }

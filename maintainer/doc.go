@@ -43,10 +43,10 @@
 //     delete files is compacted whole, its big files included, so that
 //     its equality deletes apply to nothing afterwards and leave in the
 //     replace, when it is idle, when it has more delete files than the
-//     fan-in and has grown by half since its oldest delete (a growing
-//     partition's rewrites cost about three times its size over its
-//     life), when it has more than the fan-in squared, or when its
-//     position deletes remove more than a tenth of its rows.
+//     fan-in and has doubled since its oldest delete (a growing
+//     partition's rewrites cost about twice its size over its life),
+//     when it has more than the fan-in cubed, or when its position
+//     deletes remove more than a tenth of its rows.
 //   - deletes orphans (orphans.go), hourly: objects under the table's
 //     location that no metadata refers to, older than
 //     maintenance.orphanAgeHours. The listing comes first, then
