@@ -6,6 +6,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go"
@@ -180,6 +181,7 @@ func ApplyHandoff(ctx context.Context, cat catalog.Catalog, tbl *table.Table, h 
 		if len(apply) == 0 {
 			return tbl, res, nil
 		}
+		describeAhead(ctx, tbl, apply, added)
 		tx := tbl.NewTransaction()
 		staged := 0
 		rw := tx.NewRewrite(iceberg.Properties{SummaryUpkeep: UpkeepCompaction, SummaryHandoff: h.ID.String()})
@@ -303,6 +305,50 @@ func allLive(live map[string]iceberg.DataFile, paths []string) bool {
 // errCompactedGone marks a compacted file that is missing, or not the file
 // its hand-off describes: its group can never be applied.
 var errCompactedGone = errors.New("compacted file gone")
+
+// describeAhead describes the compacted files of groups not in added
+// yet, targetReaders at a time, into added: each is a read of the
+// file's footer from the store, and a hand-off of sixteen groups read
+// them one after the other while the appends waited. A file that cannot
+// be described is left out; the caller describes it again and handles
+// the error.
+func describeAhead(ctx context.Context, tbl *table.Table, groups []walfile.HandoffGroup, added map[string]iceberg.DataFile) {
+	var todo []walfile.HandoffGroup
+	for _, g := range groups {
+		if g.File != "" && added[g.File] == nil {
+			todo = append(todo, g)
+		}
+	}
+	if len(todo) < 2 {
+		return
+	}
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	next := make(chan walfile.HandoffGroup)
+	for range min(targetReaders, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range next {
+				if df, err := describeCompacted(ctx, tbl, g); err == nil {
+					mu.Lock()
+					added[g.File] = df
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, g := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- g
+	}
+	close(next)
+	wg.Wait()
+}
 
 // describeCompacted builds the data file of a compacted file from its
 // Parquet footer, read from the table's storage: the object, not the
