@@ -76,40 +76,49 @@ func (tf *TableFiles) prefetchTargets(ctx context.Context, parts map[string]bool
 		return nil
 	}
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
 	)
-	next := make(chan string)
-	for range min(targetReaders, len(todo)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for path := range next {
-				t, err := readDeletePaths(tf.fs, path)
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					continue
-				}
-				tf.reads.Add(1)
-				deleteTargets.put(path, t)
+	atOnce(ctx, targetReaders, todo, func(path string) {
+		t, err := readDeletePaths(tf.fs, path)
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
 			}
-		}()
-	}
-	for _, path := range todo {
-		if ctx.Err() != nil {
-			break
+			mu.Unlock()
+			return
 		}
-		next <- path
-	}
-	close(next)
-	wg.Wait()
+		tf.reads.Add(1)
+		deleteTargets.put(path, t)
+	})
 	if firstErr != nil {
 		return firstErr
 	}
 	return ctx.Err()
+}
+
+// atOnce calls do for each of items, up to n at a time, and returns once
+// every call has returned; when ctx ends, the items not yet begun are
+// skipped. The reads it runs wait on the store, not the CPU.
+func atOnce[T any](ctx context.Context, n int, items []T, do func(T)) {
+	var wg sync.WaitGroup
+	next := make(chan T)
+	for range min(n, len(items)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range next {
+				do(it)
+			}
+		}()
+	}
+	for _, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- it
+	}
+	close(next)
+	wg.Wait()
 }

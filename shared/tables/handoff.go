@@ -322,32 +322,14 @@ func describeAhead(ctx context.Context, tbl *table.Table, groups []walfile.Hando
 	if len(todo) < 2 {
 		return
 	}
-	var (
-		wg sync.WaitGroup
-		mu sync.Mutex
-	)
-	next := make(chan walfile.HandoffGroup)
-	for range min(targetReaders, len(todo)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for g := range next {
-				if df, err := describeCompacted(ctx, tbl, g); err == nil {
-					mu.Lock()
-					added[g.File] = df
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, g := range todo {
-		if ctx.Err() != nil {
-			break
+	var mu sync.Mutex
+	atOnce(ctx, targetReaders, todo, func(g walfile.HandoffGroup) {
+		if df, err := describeCompacted(ctx, tbl, g); err == nil {
+			mu.Lock()
+			added[g.File] = df
+			mu.Unlock()
 		}
-		next <- g
-	}
-	close(next)
-	wg.Wait()
+	})
 }
 
 // describeCompacted builds the data file of a compacted file from its
