@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/apache/iceberg-go"
+	"golang.org/x/sync/errgroup"
 )
 
 // deleteTargets remembers, for the life of the process, the data files
@@ -75,50 +76,24 @@ func (tf *TableFiles) prefetchTargets(ctx context.Context, parts map[string]bool
 	if len(todo) == 0 {
 		return nil
 	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-	)
-	atOnce(ctx, targetReaders, todo, func(path string) {
-		t, err := readDeletePaths(tf.fs, path)
-		if err != nil {
-			mu.Lock()
-			if firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-			return
-		}
-		tf.reads.Add(1)
-		deleteTargets.put(path, t)
-	})
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
-}
-
-// atOnce calls do for each of items, up to n at a time, and returns once
-// every call has returned; when ctx ends, the items not yet begun are
-// skipped. The reads it runs wait on the store, not the CPU.
-func atOnce[T any](ctx context.Context, n int, items []T, do func(T)) {
-	var wg sync.WaitGroup
-	next := make(chan T)
-	for range min(n, len(items)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range next {
-				do(it)
-			}
-		}()
-	}
-	for _, it := range items {
-		if ctx.Err() != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(targetReaders)
+	for _, path := range todo {
+		if gctx.Err() != nil {
 			break
 		}
-		next <- it
+		g.Go(func() error {
+			t, err := readDeletePaths(tf.fs, path)
+			if err != nil {
+				return err
+			}
+			tf.reads.Add(1)
+			deleteTargets.put(path, t)
+			return nil
+		})
 	}
-	close(next)
-	wg.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/icewal/ingestor/shared/walfile"
 )
@@ -322,14 +323,25 @@ func describeAhead(ctx context.Context, tbl *table.Table, groups []walfile.Hando
 	if len(todo) < 2 {
 		return
 	}
-	var mu sync.Mutex
-	atOnce(ctx, targetReaders, todo, func(g walfile.HandoffGroup) {
-		if df, err := describeCompacted(ctx, tbl, g); err == nil {
-			mu.Lock()
-			added[g.File] = df
-			mu.Unlock()
+	var (
+		mu sync.Mutex
+		eg errgroup.Group
+	)
+	eg.SetLimit(targetReaders)
+	for _, g := range todo {
+		if ctx.Err() != nil {
+			break
 		}
-	})
+		eg.Go(func() error {
+			if df, err := describeCompacted(ctx, tbl, g); err == nil {
+				mu.Lock()
+				added[g.File] = df
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = eg.Wait() // no call fails: an error is met again in the caller's loop
 }
 
 // describeCompacted builds the data file of a compacted file from its
