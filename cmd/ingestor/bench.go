@@ -26,6 +26,7 @@ func runBench(args []string) int {
 	fs.IntVar(&o.Tenants, "tenants", o.Tenants, "number of tenants")
 	partitions := fs.Int("partitions", int(o.Partitions), "partitions of the Kafka topic")
 	fs.StringVar(&o.KafkaKey, "kafka-key", o.KafkaKey, "record key: tenant (a tenant stays in one partition) or event (every tenant in every partition)")
+	fs.StringVar(&o.Storage, "storage", o.Storage, "where the table's files go: azurite (an Azurite the bench starts) or file (a directory of the run; for soaks, where the emulator's cost per request, which grows with the objects it holds, would be measured instead of the ingestor's)")
 	fs.Float64Var(&o.MaxFileAgeMinutes, "max-file-age-minutes", o.MaxFileAgeMinutes, "ingestion.wal.maxFileAgeMinutes")
 	fs.Float64Var(&o.CommitIntervalSeconds, "commit-interval-seconds", o.CommitIntervalSeconds, "ingestion.commitIntervalSeconds")
 	fs.Int64Var(&o.MaxFileSizeBytes, "max-file-size-bytes", o.MaxFileSizeBytes, "ingestion.wal.maxFileSizeBytes (0: the default)")

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,11 +55,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("partitions: want at least 1, got %d", o.Partitions)
 	case o.KafkaKey != KeyTenant && o.KafkaKey != KeyEvent:
 		return nil, fmt.Errorf("kafka-key: want %s or %s, got %q", KeyTenant, KeyEvent, o.KafkaKey)
+	case o.Storage != "" && o.Storage != StorageAzurite && o.Storage != StorageFile:
+		return nil, fmt.Errorf("storage: want %s or %s, got %q", StorageAzurite, StorageFile, o.Storage)
 	case o.MaxFileAgeMinutes <= 0 || o.CommitIntervalSeconds <= 0:
 		return nil, errors.New("max file age and commit interval must be positive")
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultOptions().Timeout
+	}
+	if o.Storage == "" {
+		o.Storage = StorageAzurite
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -198,24 +204,32 @@ func (b *runner) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.azurite, err = devenv.StartAzurite(ctx, filepath.Join(b.dir, "azurite"))
-	if err != nil {
-		return err
+	cat := map[string]string{
+		"type": "sql", "uri": "file:" + filepath.Join(b.dir, "catalog.db"),
+		"sql.driver": "sqlite", "sql.dialect": "sqlite",
 	}
-	if err := b.azurite.CreateContainer(ctx, "warehouse"); err != nil {
-		return err
+	if b.o.Storage == StorageFile {
+		wh := filepath.Join(b.dir, "warehouse")
+		if err := os.MkdirAll(wh, 0o755); err != nil {
+			return fmt.Errorf("warehouse dir: %w", err)
+		}
+		cat["warehouse"] = (&url.URL{Scheme: "file", Path: wh}).String()
+	} else {
+		b.azurite, err = devenv.StartAzurite(ctx, filepath.Join(b.dir, "azurite"))
+		if err != nil {
+			return err
+		}
+		if err := b.azurite.CreateContainer(ctx, "warehouse"); err != nil {
+			return err
+		}
+		cat["warehouse"] = b.azurite.Location("warehouse", "wh")
+		for k, v := range b.azurite.Properties() {
+			cat[k] = v
+		}
 	}
 	ports, err := freePorts(5)
 	if err != nil {
 		return err
-	}
-	cat := map[string]string{
-		"type": "sql", "uri": "file:" + filepath.Join(b.dir, "catalog.db"),
-		"sql.driver": "sqlite", "sql.dialect": "sqlite",
-		"warehouse": b.azurite.Location("warehouse", "wh"),
-	}
-	for k, v := range b.azurite.Properties() {
-		cat[k] = v
 	}
 	var metrics [5]string
 	for i, p := range ports {
@@ -562,7 +576,7 @@ func (b *runner) tableRows(ctx context.Context) int64 {
 func (b *runner) result(sc *score, procs *tree, t0 time.Time, consumed, produced, cpu, cpu0 time.Duration, jsonBytes int64) *Result {
 	r := &Result{
 		Shape: b.o.Shape, Format: b.o.Format, Keys: b.o.Keys, Events: b.o.Events, Rate: b.o.Rate,
-		Tenants: b.o.Tenants, Partitions: b.o.Partitions, KafkaKey: b.o.KafkaKey,
+		Tenants: b.o.Tenants, Partitions: b.o.Partitions, KafkaKey: b.o.KafkaKey, Storage: b.o.Storage,
 		MaxFileAgeMinutes: b.o.MaxFileAgeMinutes, CommitIntervalSeconds: b.o.CommitIntervalSeconds,
 		Cores:                runtime.NumCPU(),
 		Seconds:              round(consumed.Seconds(), 3),

@@ -5,11 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/icewal/ingestor/shared/config"
 	"io"
+	"io/fs"
 	"math"
+	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -162,8 +166,12 @@ func (b *runner) checkpoint(ctx context.Context, t0 time.Time, last bool) error 
 	return nil
 }
 
-// listBlobs lists the run's Azurite objects under location.
+// listBlobs lists the run's objects under location: Azurite's, or on
+// StorageFile the files under the location's directory.
 func (b *runner) listBlobs(ctx context.Context, location string) ([]object, error) {
+	if b.azurite == nil {
+		return listFiles(location)
+	}
 	blobs, err := b.azurite.ListBlobs(ctx, location)
 	if err != nil {
 		return nil, err
@@ -171,6 +179,38 @@ func (b *runner) listBlobs(ctx context.Context, location string) ([]object, erro
 	out := make([]object, len(blobs))
 	for i, bl := range blobs {
 		out[i] = object{path: bl.Location, size: bl.Size}
+	}
+	return out, nil
+}
+
+// listFiles lists the files under a file:// location, with their sizes; a
+// directory not made yet holds nothing.
+func listFiles(location string) ([]object, error) {
+	u, err := url.Parse(location)
+	if err != nil || u.Scheme != "file" {
+		return nil, fmt.Errorf("list %q: want a file:// location", location)
+	}
+	var out []object
+	err = filepath.WalkDir(u.Path, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil
+		case err != nil:
+			return err
+		case d.IsDir():
+			return nil
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted since the directory was read
+		} else if err != nil {
+			return err
+		}
+		out = append(out, object{path: (&url.URL{Scheme: "file", Path: path}).String(), size: info.Size()})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", location, err)
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"iter"
 	"os"
 	"os/exec"
@@ -493,8 +495,23 @@ func TestAppendOnlyScan(t *testing.T) {
 func TestBenchUpsertSoakSmoke(t *testing.T) {
 	bin := ingestorBinary(t)
 	out := t.TempDir()
+	// On file storage, as the long upsert soaks run (docs/benchmarks.md);
+	// TestBenchSoakSmoke covers a soak on Azurite.
 	r := runBench(t, bin, "--soak-commits", "10", "--soak-checkpoints", "1", "--upserts", "0.3",
-		"--maintenance=true", "--out", out, "--timeout", "5m")
+		"--maintenance=true", "--storage", "file", "--out", out, "--timeout", "5m")
+	if r.Storage != StorageFile {
+		t.Errorf("storage %q, want %q", r.Storage, StorageFile)
+	}
+	if _, err := os.Stat(filepath.Join(out, "azurite")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the run started Azurite (%v): its files went elsewhere", err)
+	}
+	parquet, _ := filepath.Glob(filepath.Join(out, "warehouse", "bench.db", "events", "data", "*.parquet"))
+	if len(parquet) == 0 {
+		t.Errorf("no data file under %s", filepath.Join(out, "warehouse"))
+	}
+	if h := r.Health; h != nil && (h.MetadataJSONFiles < 1 || h.MetadataDirBytes <= h.MetadataJSONBytes) {
+		t.Errorf("metadata listed from the warehouse directory: %d metadata.json, dir %d B", h.MetadataJSONFiles, h.MetadataDirBytes)
+	}
 	u := r.Upserts
 	if u == nil || !u.LastWriteWins || r.Health == nil {
 		t.Fatalf("not the last-write-wins state, or no health: %+v, %+v", u, r.Health)
