@@ -1,9 +1,12 @@
 package consumer
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	itest "github.com/icewal/ingestor/internal/testutil"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,5 +62,47 @@ func TestFatalCommitErrorEndsRun(t *testing.T) {
 	}
 	if files, _ := walfile.List(e.cfg.Ingestion.WAL.Dir); len(files) == 0 {
 		t.Fatal("WAL empty")
+	}
+}
+
+// TestReleaseStepOutOfTimeLetsTheDrainGoOn holds the offset commit of the
+// drain's rotation past the release step's time, as a broker slow to
+// answer or a machine too busy does: the drain goes on (Run returns no
+// error), the rotation's files stay ready for the next start's recovery,
+// and nothing was committed. Before, the consumer exited with the timed-out
+// commit as its error.
+func TestReleaseStepOutOfTimeLetsTheDrainGoOn(t *testing.T) {
+	var logs itest.SyncBuffer
+	e := startConsumer(t, func(c *Consumer) {
+		c.cfg.Ingestion.WAL.MaxFileAgeMinutes = 10 // nothing rotates before the drain
+		c.log = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	e.produce(t, 0, 30)
+	waitFor(t, "records consumed", 20*time.Second, func() bool { return e.consumed() == 30 })
+	wake := make(chan struct{})
+	t.Cleanup(func() { close(wake) }) // before the consumer's cleanup
+	e.cluster.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
+		e.cluster.KeepControl()
+		e.cluster.SleepControl(func() { <-wake })
+		return nil, nil, false
+	})
+	e.cancel()
+	select {
+	case err := <-e.done:
+		if err != nil {
+			t.Errorf("Run returned %v, want the drain to go on past an offset commit out of time", err)
+		}
+		e.done <- err // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30 s of the drain")
+	}
+	if got := e.committed(t); got != 0 {
+		t.Errorf("offsets committed: %d, want none", got)
+	}
+	if len(readyFiles(t, e.cfg.Ingestion.WAL.Dir)) == 0 {
+		t.Error("no ready file left for recovery")
+	}
+	if !strings.Contains(logs.String(), "offsets not committed within the release step's time") {
+		t.Errorf("no warning about the offsets left uncommitted; log:\n%s", logs.String())
 	}
 }
