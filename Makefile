@@ -62,7 +62,9 @@ bench: deps-azurite build
 # The soak run (docs/benchmarks.md, "Table health over many commits"): a
 # day of commits fast-forwarded, the table's health printed at checkpoints.
 # SOAK_COMMITS sets its length; SOAK_FLAGS adds options, for instance
-# SOAK_FLAGS=--maintenance=false.
+# SOAK_FLAGS=--maintenance=false, or SOAK_FLAGS='--upserts 0.3
+# --maintenance=true --storage file' for the upsert soak (on file storage:
+# Azurite's cost per request grows with the objects it holds).
 SOAK_COMMITS ?= 1000
 bench-soak: deps-azurite build
 	./$(BIN) bench --soak-commits $(SOAK_COMMITS) $(SOAK_FLAGS)
