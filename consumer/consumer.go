@@ -130,7 +130,9 @@ func releaseTimeout(drain time.Duration) time.Duration {
 
 // Run recovers the WAL directory, then consumes until ctx is cancelled,
 // when it rotates every open segment, commits the offsets and leaves the
-// consumer groups. A WAL or offset-commit error is returned: it is fatal.
+// consumer groups. A WAL or offset-commit error is returned: it is fatal;
+// but an offset commit that the drain's release step ran out of time for
+// is not (release).
 func (c *Consumer) Run(ctx context.Context) error {
 	dir := c.cfg.Ingestion.WAL.Dir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -530,13 +532,15 @@ func (l *loop) release(hard context.Context, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(hard, releaseTimeout(l.c.cfg.DrainTimeout()))
 	defer cancel()
 	err := l.w.rotate(ctx, nil, TriggerShutdown)
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && hard.Err() == nil {
-		// The step's own time ran out (the drain's budget did not):
-		// the rotation's files are ready, durable and renamed; only
-		// their offset commit is missing.
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && hard.Err() == nil && l.dlqErr.get() == nil {
+		// The step's own time ran out (not hard, which ends when
+		// another dataset's loop failed), and only in the offset
+		// commit: the rotation's files are ready, durable and renamed
+		// before it without a deadline (writer.go), and a dead-letter
+		// write that failed stays an error. The commit's attempts are
+		// counted by commit (offsets.go).
 		log.Warn("offsets not committed within the release step's time: the ready files stay for the next start's recovery, and the drain goes on",
 			"dataset", l.ds.Name, "step_timeout", releaseTimeout(l.c.cfg.DrainTimeout()).String(), "err", err)
-		l.c.m.commitFails.WithLabelValues(l.ds.Name).Inc()
 		err = nil
 	}
 	// What the rotation did not commit is left to recovery: the revoke
@@ -648,6 +652,15 @@ func (l *loop) lost(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 	}
 	l.owned.Add(-int64(len(ps)))
 	l.c.m.assigned.WithLabelValues(l.ds.Name).Sub(float64(len(ps)))
+	if l.failed.Load() {
+		// The loop ended after a fatal error or a release whose offset
+		// commit ran out of time, and that commit may have landed
+		// unanswered: deleting its ready files here could lose their
+		// rows. Nothing more is written; the next start's recovery keeps
+		// or deletes each file by the committed offsets.
+		l.c.log.Warn("partitions lost while stopping: their files stay for the next start's recovery", "dataset", l.ds.Name, "partitions", ps)
+		return
+	}
 	if err := l.w.discard(ps); err != nil {
 		l.raise(fmt.Errorf("dataset %s: discard lost partitions %v: %w", l.ds.Name, ps, err))
 	}

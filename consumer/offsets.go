@@ -78,7 +78,9 @@ func (l *loop) withLedger(ctx context.Context) context.Context {
 func (l *loop) commit(ctx context.Context, topic string, offsets map[int32]int64) error {
 	if l.ds.DeadLetterTopic != "" {
 		if err := l.cl.Flush(ctx); err != nil {
-			return fmt.Errorf("flush dead-letter records: %w", err)
+			// A dead-letter write that failed is the error to tell,
+			// not only the flush that then ran out of time.
+			return fmt.Errorf("flush dead-letter records: %w", errors.Join(l.dlqErr.get(), err))
 		}
 		if err := l.dlqErr.get(); err != nil {
 			return err
