@@ -235,3 +235,34 @@ func TestLostPartitionDropsRolledFiles(t *testing.T) {
 		t.Fatalf("%d orphan notes, want %d", notes, len(rolled))
 	}
 }
+
+// TestPartitionsLostWhileStoppingKeepTheirFiles: partitions lost after the
+// loop failed (a fatal error, or a release whose offset commit ran out of
+// time and may have landed unanswered) keep their rolled files for the
+// next start's recovery, which decides by the committed offsets; lost
+// while running, they are dropped and read again, as before.
+func TestPartitionsLostWhileStoppingKeepTheirFiles(t *testing.T) {
+	for _, stopping := range []bool{true, false} {
+		t.Run(map[bool]string{true: "stopping", false: "running"}[stopping], func(t *testing.T) {
+			e := newRecoveryEnv(t, map[int32]int64{0: 0})
+			wal := config.WAL{Dir: e.dir, MaxFileSizeBytes: 40 << 10, MaxFileAgeMinutes: 5, MaxOpenSegmentsPerPartition: 10}
+			spec := e.tbl.Spec()
+			noCommit := func(context.Context, string, map[int32]int64) error { return nil }
+			w, err := newWriter(e.ds, wal, e.tbl.Schema(), &spec, discardLogger(), newMetrics(newRegistry()), newBudgetAllocator(), noCommit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			feedSkewed(t, w, 0, 2)
+			rolled := append([]walfile.Name(nil), w.parts[0].rolled...)
+			l := &loop{ds: e.ds, w: w, c: &Consumer{log: discardLogger(), m: newMetrics(newRegistry())}}
+			l.failed.Store(stopping)
+			l.lost(context.Background(), nil, map[string][]int32{e.ds.Topic: {0}})
+			for _, n := range rolled {
+				_, err := os.Stat(filepath.Join(e.dir, n.String()))
+				if kept := err == nil; kept != stopping {
+					t.Errorf("rolled file %s kept: %t, want %t", n, kept, stopping)
+				}
+			}
+		})
+	}
+}
