@@ -143,6 +143,21 @@ func TestSizeRollsTheSegmentAlone(t *testing.T) {
 	}
 }
 
+// rollingWriter is a writer on e's WAL directory whose segments roll at
+// 40 KiB, and whose offset commits never happen: what it leaves is what a
+// process that stops before its window's commit leaves.
+func rollingWriter(t *testing.T, e *recoveryEnv) *writer {
+	t.Helper()
+	wal := config.WAL{Dir: e.dir, MaxFileSizeBytes: 40 << 10, MaxFileAgeMinutes: 5, MaxOpenSegmentsPerPartition: 10}
+	spec := e.tbl.Spec()
+	noCommit := func(context.Context, string, map[int32]int64) error { return nil }
+	w, err := newWriter(e.ds, wal, e.tbl.Schema(), &spec, discardLogger(), newMetrics(newRegistry()), newBudgetAllocator(), noCommit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // TestCrashAfterRollRedeliversRows: the process dies after two rolls and
 // before the window's commit. Recovery deletes the rolled files (their
 // offsets are after the committed one) and notes their objects as
@@ -152,13 +167,7 @@ func TestCrashAfterRollRedeliversRows(t *testing.T) {
 	ctx := context.Background()
 	const committed = 100
 	e := newRecoveryEnv(t, map[int32]int64{0: committed})
-	wal := config.WAL{Dir: e.dir, MaxFileSizeBytes: 40 << 10, MaxFileAgeMinutes: 5, MaxOpenSegmentsPerPartition: 10}
-	spec := e.tbl.Spec()
-	noCommit := func(context.Context, string, map[int32]int64) error { return nil }
-	w, err := newWriter(e.ds, wal, e.tbl.Schema(), &spec, discardLogger(), newMetrics(newRegistry()), newBudgetAllocator(), noCommit)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := rollingWriter(t, e)
 	next, _ := feedSkewed(t, w, committed, 2)
 	rolled := append([]walfile.Name(nil), w.parts[0].rolled...)
 	// The crash: nothing more runs in this writer.
@@ -183,10 +192,7 @@ func TestCrashAfterRollRedeliversRows(t *testing.T) {
 	}
 
 	// Kafka delivers the records again from the committed offset.
-	w2, err := newWriter(e.ds, wal, e.tbl.Schema(), &spec, discardLogger(), newMetrics(newRegistry()), newBudgetAllocator(), noCommit)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w2 := rollingWriter(t, e)
 	ids := map[string]int{}
 	for off := int64(committed); off < next; off++ {
 		tenant := "giant"
@@ -245,13 +251,7 @@ func TestPartitionsLostWhileStoppingKeepTheirFiles(t *testing.T) {
 	for _, stopping := range []bool{true, false} {
 		t.Run(map[bool]string{true: "stopping", false: "running"}[stopping], func(t *testing.T) {
 			e := newRecoveryEnv(t, map[int32]int64{0: 0})
-			wal := config.WAL{Dir: e.dir, MaxFileSizeBytes: 40 << 10, MaxFileAgeMinutes: 5, MaxOpenSegmentsPerPartition: 10}
-			spec := e.tbl.Spec()
-			noCommit := func(context.Context, string, map[int32]int64) error { return nil }
-			w, err := newWriter(e.ds, wal, e.tbl.Schema(), &spec, discardLogger(), newMetrics(newRegistry()), newBudgetAllocator(), noCommit)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := rollingWriter(t, e)
 			feedSkewed(t, w, 0, 2)
 			rolled := append([]walfile.Name(nil), w.parts[0].rolled...)
 			l := &loop{ds: e.ds, w: w, c: &Consumer{log: discardLogger(), m: newMetrics(newRegistry())}}
