@@ -23,6 +23,7 @@ import (
 	"github.com/icewal/ingestor/internal/devenv"
 	"github.com/icewal/ingestor/shared/metrics"
 	"github.com/icewal/ingestor/shared/role"
+	"github.com/icewal/ingestor/shared/storage/file"
 )
 
 // SoakOptions are the soak run's defaults (`ingestor bench --soak-commits
@@ -186,12 +187,12 @@ func (b *runner) listBlobs(ctx context.Context, location string) ([]object, erro
 // listFiles lists the files under a file:// location, with their sizes; a
 // directory not made yet holds nothing.
 func listFiles(location string) ([]object, error) {
-	u, err := url.Parse(location)
-	if err != nil || u.Scheme != "file" {
-		return nil, fmt.Errorf("list %q: want a file:// location", location)
+	dir, err := file.Path(location)
+	if err != nil {
+		return nil, err
 	}
 	var out []object
-	err = filepath.WalkDir(u.Path, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil
