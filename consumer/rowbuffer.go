@@ -206,8 +206,8 @@ func (r *rowBuffer) put(b []byte) {
 func (r *rowBuffer) Len() int { return r.rows }
 
 // fill puts the buffered rows into c from row on and returns the row
-// after them. Byte values point into the buffer's chunks, which must
-// stay until c is written (reset comes after).
+// after them. c holds copies of the byte values: the buffer may be reset
+// before c is written.
 func (r *rowBuffer) fill(c *parquetfmt.Columns, row int) int {
 	for ci, ch := range r.chunks {
 		row = fillEncoded(c, r.kinds, ch[:r.used[ci]], row)
@@ -239,7 +239,9 @@ func (r *rowBuffer) writeBlocks(w io.Writer) (int64, error) {
 
 // fillEncoded puts the whole rows encoded in p into c from row on, and
 // returns the row after them: per value one definition level and one
-// copy into the column's typed slice; byte values point into p.
+// copy into the column's typed slice, byte values into the column's
+// blocks (parquetfmt.Column.AppendBytesCopy), so that nothing in c
+// points into p once it returns.
 func fillEncoded(c *parquetfmt.Columns, kinds []colKind, p []byte, row int) int {
 	for len(p) > 0 {
 		for {
@@ -255,12 +257,12 @@ func fillEncoded(c *parquetfmt.Columns, kinds []colKind, p []byte, row int) int 
 			case kindString, kindBinary:
 				l, n := binary.Uvarint(p)
 				end := n + int(l)
-				cc.Bytes = append(cc.Bytes, p[n:end:end])
+				cc.AppendBytesCopy(p[n:end])
 				p = p[end:]
 			case kindFixed:
 				l, n := binary.Uvarint(p)
 				end := n + int(l)
-				cc.Fixed = append(cc.Fixed, p[n:end:end])
+				cc.AppendFixedCopy(p[n:end])
 				p = p[end:]
 			case kindInt32, kindDate32:
 				v, n := binary.Varint(p)
@@ -283,7 +285,7 @@ func fillEncoded(c *parquetfmt.Columns, kinds []colKind, p []byte, row int) int 
 				cc.AppendDecimal(int64(binary.LittleEndian.Uint64(p)), binary.LittleEndian.Uint64(p[8:]))
 				p = p[16:]
 			case kindUUID:
-				cc.Fixed = append(cc.Fixed, p[:16:16])
+				cc.AppendFixedCopy(p[:16])
 				p = p[16:]
 			default:
 				panic(fmt.Sprintf("consumer: rowBuffer: unknown column kind %d", kinds[i]))

@@ -106,8 +106,12 @@ func TestRowBufferMatchesAppendRow(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	defer mem.AssertSize(t, 0)
+	checked := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer checked.AssertSize(t, 0)
+	// The segment lets its rows go (the buffer's chunks, the spill's
+	// block) before the row group is written: nothing in the row group
+	// may point into them, which scribbling on freed memory shows.
+	mem := scribbling{checked}
 	ref := array.NewRecordBuilder(mem, as)
 	defer ref.Release()
 	buf := newRowBuffer(mem, kinds)
@@ -149,13 +153,13 @@ func TestRowBufferMatchesAppendRow(t *testing.T) {
 				t.Fatalf("%d rows in %d chunk: the test does not cross chunks", tc.rows, len(buf.chunks))
 			}
 			c := parquetfmt.GetColumns(layout, tc.rows)
-			held, err := sp.fill(c, kinds, mem)
-			if err != nil {
+			if err := sp.fill(c, kinds, mem); err != nil {
 				t.Fatal(err)
 			}
 			if n := buf.fill(c, tc.spilled); n != tc.rows {
 				t.Fatalf("filled %d rows, want %d", n, tc.rows)
 			}
+			buf.reset()
 			var out bytes.Buffer
 			w, err := parquetfmt.NewColumnWriter(&out, layout, writerProps(mem, false))
 			if err != nil {
@@ -168,10 +172,6 @@ func TestRowBufferMatchesAppendRow(t *testing.T) {
 				t.Fatal(err)
 			}
 			parquetfmt.PutColumns(c)
-			buf.reset()
-			if held != nil {
-				mem.Free(held)
-			}
 			if buf.Len() != 0 || buf.held != 0 {
 				t.Fatalf("after reset: %d rows, %d bytes held", buf.Len(), buf.held)
 			}
@@ -233,4 +233,14 @@ func decodeAllTypes(t *testing.T, schema *iceberg.Schema, mapping map[string]str
 		rows = append(rows, row)
 	}
 	return rows, as
+}
+
+// scribbling overwrites memory as it is freed.
+type scribbling struct{ memory.Allocator }
+
+func (s scribbling) Free(b []byte) {
+	for i := range b {
+		b[i] = 0xff
+	}
+	s.Allocator.Free(b)
 }

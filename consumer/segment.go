@@ -367,24 +367,29 @@ func (s *segment) write(busy, last bool) error {
 
 // writeColumns writes a flat table's pending rows, the spilled ones
 // first, as one row group: replayed from their encoding into column
-// slices (one level and one copy a value), one WriteBatch a column. The
-// slices come from a pool shared by all segments, outside the memory
-// budget: only the segments writing a row group hold one, for the time
-// of the write. The buffered rows go only once the row group is written,
-// since the byte values point into them.
+// slices (one level and one copy a value, byte values laid out column
+// by column), one WriteBatch a column. The slices come from a pool
+// shared by all segments, outside the memory budget: only the segments
+// writing a row group hold one, for the time of the write. The buffered
+// rows go as soon as they are replayed, before the write: the row group
+// holds copies of them, so a segment never holds both for long.
+//
+// A crash at any point here loses only what an active file always
+// loses: the rows are in no ready file yet, their offsets are not
+// committed, and Kafka delivers them again after recovery deletes the
+// active files. A failed write fails the segment as before; its rows
+// were gone from memory then too.
 func (s *segment) writeColumns(last bool) error {
 	c := parquetfmt.GetColumns(s.layout, s.pending)
 	defer parquetfmt.PutColumns(c)
 	if s.sp != nil {
-		held, err := s.sp.fill(c, s.buf.kinds, s.mem)
-		if err != nil {
+		if err := s.sp.fill(c, s.buf.kinds, s.mem); err != nil {
 			return err
 		}
-		if held != nil {
-			defer s.mem.Free(held)
-		}
 	}
-	if got := s.buf.fill(c, s.pending-s.buf.Len()); got != s.pending {
+	got := s.buf.fill(c, s.pending-s.buf.Len())
+	s.buf.reset()
+	if got != s.pending {
 		return fmt.Errorf("segment %s: %d rows replayed, %d pending", s.name, got, s.pending)
 	}
 	s.pending, s.pendingB = 0, 0
@@ -397,7 +402,6 @@ func (s *segment) writeColumns(last bool) error {
 		return err
 	}
 	err = s.cw.buffered(func() error { return w.WriteRowGroup(c) })
-	s.buf.reset()
 	if err != nil {
 		return fmt.Errorf("write row group to %s: %w", s.name, err)
 	}

@@ -70,46 +70,41 @@ func (s *spill) write(buf *rowBuffer) error {
 }
 
 // fill reads the spilled rows back into one block of memory from mem
-// and puts them, in the order they were spilled, into c from row 0; it
-// returns that block, which c's byte values point into: the caller
-// frees it once c is written. The file is then emptied for the next
-// spill.
-func (s *spill) fill(c *parquetfmt.Columns, kinds []colKind, mem memory.Allocator) ([]byte, error) {
+// and puts them, in the order they were spilled, into c from row 0 (c
+// holds copies of their byte values; the block is freed before it
+// returns). The file is then emptied for the next spill.
+func (s *spill) fill(c *parquetfmt.Columns, kinds []colKind, mem memory.Allocator) error {
 	if s.n == 0 {
-		return nil, nil
+		return nil
 	}
 	data := mem.Allocate(int(s.n))
+	defer mem.Free(data)
 	if _, err := s.f.ReadAt(data, 0); err != nil {
-		mem.Free(data)
-		return nil, fmt.Errorf("read spill file %s: %w", filepath.Base(s.path), err)
+		return fmt.Errorf("read spill file %s: %w", filepath.Base(s.path), err)
 	}
 	row := 0
 	for p := data; len(p) > 0; {
 		l, n := binary.Uvarint(p)
 		if n <= 0 || uint64(len(p)-n) < l {
-			mem.Free(data)
-			return nil, fmt.Errorf("read spill file %s: block of %d bytes cut short", filepath.Base(s.path), l)
+			return fmt.Errorf("read spill file %s: block of %d bytes cut short", filepath.Base(s.path), l)
 		}
 		row = fillEncoded(c, kinds, p[n:n+int(l)], row)
 		p = p[n+int(l):]
 	}
 	if row != s.rows {
-		mem.Free(data)
-		return nil, fmt.Errorf("read spill file %s: %d rows, %d were spilled", filepath.Base(s.path), row, s.rows)
+		return fmt.Errorf("read spill file %s: %d rows, %d were spilled", filepath.Base(s.path), row, s.rows)
 	}
 	// Emptied for the next spill: its rows are in c now. A crash from
 	// here on loses them with the whole segment, as it always would:
 	// the active files go at the next start and Kafka delivers again.
 	if err := s.f.Truncate(0); err != nil {
-		mem.Free(data)
-		return nil, fmt.Errorf("empty spill file %s: %w", filepath.Base(s.path), err)
+		return fmt.Errorf("empty spill file %s: %w", filepath.Base(s.path), err)
 	}
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
-		mem.Free(data)
-		return nil, fmt.Errorf("empty spill file %s: %w", filepath.Base(s.path), err)
+		return fmt.Errorf("empty spill file %s: %w", filepath.Base(s.path), err)
 	}
 	s.n, s.rows = 0, 0
-	return data, nil
+	return nil
 }
 
 // remove closes and deletes the file. A crash before it leaves an active

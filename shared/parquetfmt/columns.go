@@ -14,10 +14,11 @@ import (
 // row and nothing per null beyond it: no Arrow array, no validity bitmap.
 //
 // Byte-array and fixed-length values are slices that point into memory
-// the caller keeps alive until the row group is written (a segment's
-// encoded rows, a compaction's Arrow records). Columns are reused across
-// row groups (GetColumns, PutColumns), so a busy segment's next row group
-// grows no slice.
+// the caller keeps alive until the row group is written (a compaction's
+// Arrow records), or into the column's own blocks (AppendBytesCopy,
+// AppendFixedCopy: a segment's encoded rows, which are row-major).
+// Columns are reused across row groups (GetColumns, PutColumns), so a
+// busy segment's next row group grows no slice.
 type Columns struct {
 	Cols []Column
 	// Rows is the row count: every column's Defs has this length.
@@ -40,16 +41,77 @@ type Column struct {
 	fixed []byte
 	// width is the byte width of a fixed-length value; 0 otherwise.
 	width int
+	// blocks hold the copies of the column's byte values (copyValue), in
+	// row order; cur is the block being filled.
+	blocks [][]byte
+	cur    int
+}
+
+// A column's copied values go to blocks of its own, the first minBlock
+// bytes and each next one twice the last, up to maxBlock (a value longer
+// than that gets a block of its size): a one-row file of a wide table
+// costs a few KB a column, a row group of 16,384 rows a few blocks.
+// PutColumns keeps up to keepBlockBytes of them per Columns.
+const (
+	minBlock       = 4 << 10
+	maxBlock       = 256 << 10
+	keepBlockBytes = 8 << 20
+)
+
+// AppendBytesCopy adds a copy of v as the column's next byte-array value.
+//
+// Why copy: a flat table's segment buffers its rows row-major (a wide
+// row's values of 200 columns side by side), and the chunk writer reads
+// one column at a time. Pointing into the rows, every value of a wide
+// row group's column is a cache miss (the next one is a row, 1.5 KB,
+// away), paid again by the dictionary's hashing and by the plain page's
+// copy. The copy reads the rows in order and lays each column's values
+// out one after the other.
+func (col *Column) AppendBytesCopy(v []byte) {
+	col.Bytes = append(col.Bytes, col.copyValue(v))
+}
+
+// AppendFixedCopy adds a copy of v as the column's next fixed-length
+// value (its width, unchecked here: the writer checks it).
+func (col *Column) AppendFixedCopy(v []byte) {
+	col.Fixed = append(col.Fixed, col.copyValue(v))
+}
+
+// copyValue copies v to the end of the column's blocks and returns the
+// copy, capped at its length. Blocks never move once allocated, so the
+// copies stay valid until PutColumns.
+func (col *Column) copyValue(v []byte) []byte {
+	for col.cur < len(col.blocks) {
+		b := col.blocks[col.cur]
+		if cap(b)-len(b) >= len(v) {
+			n := len(b)
+			b = append(b, v...)
+			col.blocks[col.cur] = b
+			return b[n:len(b):len(b)]
+		}
+		col.cur++
+	}
+	size := minBlock
+	if k := len(col.blocks); k > 0 {
+		size = min(2*cap(col.blocks[k-1]), maxBlock)
+	}
+	b := append(make([]byte, 0, max(size, len(v))), v...)
+	col.blocks = append(col.blocks, b)
+	col.cur = len(col.blocks) - 1
+	return b[:len(v):len(v)]
 }
 
 // freeColumns keeps the Columns of the last row groups written, with
 // their slices' room, for the next. Not a sync.Pool: the writer allocates
 // enough for a collection to pass between two row groups, and a pool
 // emptied by it made every row group grow its slices again (a tenth of
-// a wide row group's cost). Two are about as many as write at once;
-// each holds a row group's values and levels (a few MB for a wide one),
-// outside the memory budget.
-var freeColumns = make(chan *Columns, 2)
+// a wide row group's cost). Four are as many as a rotation writes at
+// once (the consumer's finishParallel): with two, half of a rotation's
+// segments allocated their slices and blocks afresh, and copying the
+// byte values cost a rotation of 64 wide files more than it saved. Each
+// holds a row group's values and levels and up to keepBlockBytes of
+// blocks (a few MB for a wide one), outside the memory budget.
+var freeColumns = make(chan *Columns, 4)
 
 // GetColumns returns empty Columns for rows rows of layout, every
 // definition level 0 (null), reusing those of an earlier row group.
@@ -82,18 +144,36 @@ func GetColumns(layout *Layout, rows int) *Columns {
 // PutColumns empties c and keeps it for the next GetColumns. Nothing may
 // refer to c's values after.
 func PutColumns(c *Columns) {
+	c.empty()
+	select {
+	case freeColumns <- c:
+	default:
+	}
+}
+
+// empty drops c's values and keeps the room of its slices.
+func (c *Columns) empty() {
+	kept := 0
 	for i := range c.Cols {
 		col := &c.Cols[i]
 		clear(col.Bytes) // no reference left into the caller's memory
 		clear(col.Fixed)
 		col.Int32, col.Int64, col.Float32, col.Float64 = col.Int32[:0], col.Int64[:0], col.Float32[:0], col.Float64[:0]
 		col.Bool, col.Bytes, col.Fixed, col.fixed = col.Bool[:0], col.Bytes[:0], col.Fixed[:0], col.fixed[:0]
+		// The blocks are kept for the next row group up to keepBlockBytes
+		// in all: a wide row group's copies are tens of MB, which the
+		// pool would otherwise hold outside the memory budget.
+		for k := range col.blocks {
+			if kept += cap(col.blocks[k]); kept > keepBlockBytes {
+				clear(col.blocks[k:])
+				col.blocks = col.blocks[:k]
+				break
+			}
+			col.blocks[k] = col.blocks[k][:0]
+		}
+		col.cur = 0
 	}
 	c.Rows = 0
-	select {
-	case freeColumns <- c:
-	default:
-	}
 }
 
 // AppendDecimal adds a decimal128 value (hi, lo: its two's complement
