@@ -12,8 +12,9 @@ import (
 )
 
 // Closing a segment (segment.finish) replays its buffered and spilled
-// rows into Arrow builders, writes them as its last row group with the
-// footer, and fsyncs the file. A flat table's segment buffers its rows
+// rows (a flat table's into column slices, a nested table's into Arrow
+// builders), writes them as its last row group with the footer, and
+// fsyncs the file. A flat table's segment buffers its rows
 // encoded until rotation, so at rotation each segment's whole build is
 // left to do: about 17 s of CPU in the wide benchmark's rotation of 64
 // segments, which every row of the window waits for before it is ready.

@@ -217,7 +217,7 @@ func (r *rowBuffer) fill(c *parquetfmt.Columns, row int) int {
 
 // writeBlocks writes the buffered rows to w as blocks, one a chunk: the
 // chunk's length as a uvarint, then its bytes. A row never spans two
-// chunks, so each block replays alone (replayEncoded).
+// chunks, so each block replays alone (fillEncoded).
 func (r *rowBuffer) writeBlocks(w io.Writer) (int64, error) {
 	var n int64
 	var hdr [binary.MaxVarintLen64]byte

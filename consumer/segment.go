@@ -369,16 +369,20 @@ func (s *segment) write(busy, last bool) error {
 // first, as one row group: replayed from their encoding into column
 // slices (one level and one copy a value, byte values laid out column
 // by column), one WriteBatch a column. The slices come from a pool
-// shared by all segments, outside the memory budget: only the segments
-// writing a row group hold one, for the time of the write. The buffered
-// rows go as soon as they are replayed, before the write: the row group
-// holds copies of them, so a segment never holds both for long.
+// shared by all segments, outside the memory budget: the segments
+// writing a row group hold one for the time of the write, and the pool
+// keeps a few between writes (parquetfmt.SetKeptBlockBytes bounds their
+// copies). The buffered rows go as soon as they are replayed, before the
+// write: the row group holds copies of them, so a segment never holds
+// both for long.
 //
 // A crash at any point here loses only what an active file always
 // loses: the rows are in no ready file yet, their offsets are not
 // committed, and Kafka delivers them again after recovery deletes the
-// active files. A failed write fails the segment as before; its rows
-// were gone from memory then too.
+// active files. An error here (the replay, the file, the write) is
+// fatal to the consumer, which stops with the segment's rows gone from
+// memory and its offsets uncommitted, so that they come again from
+// Kafka.
 func (s *segment) writeColumns(last bool) error {
 	c := parquetfmt.GetColumns(s.layout, s.pending)
 	defer parquetfmt.PutColumns(c)

@@ -2,6 +2,7 @@ package parquetfmt
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/schema"
@@ -51,12 +52,27 @@ type Column struct {
 // bytes and each next one twice the last, up to maxBlock (a value longer
 // than that gets a block of its size): a one-row file of a wide table
 // costs a few KB a column, a row group of 16,384 rows a few blocks.
-// PutColumns keeps up to keepBlockBytes of them per Columns.
+// PutColumns keeps some of them per Columns (SetKeptBlockBytes).
 const (
-	minBlock       = 4 << 10
-	maxBlock       = 256 << 10
-	keepBlockBytes = 8 << 20
+	minBlock = 4 << 10
+	maxBlock = 256 << 10
 )
+
+// keptBlockBytes is how many bytes of blocks a pooled Columns keeps for
+// the next row group (SetKeptBlockBytes).
+var keptBlockBytes atomic.Int64
+
+func init() { keptBlockBytes.Store(DefaultKeptBlockBytes) }
+
+// DefaultKeptBlockBytes is what a pooled Columns keeps of its blocks
+// unless SetKeptBlockBytes says otherwise.
+const DefaultKeptBlockBytes = 8 << 20
+
+// SetKeptBlockBytes sets how many bytes of blocks each pooled Columns
+// keeps for the next row group: the pool holds up to four, outside the
+// caller's memory budget, so a process with a small budget keeps less
+// (the consumer keeps a sixty-fourth of its budget, at most the default).
+func SetKeptBlockBytes(n int64) { keptBlockBytes.Store(max(n, 0)) }
 
 // AppendBytesCopy adds a copy of v as the column's next byte-array value.
 //
@@ -109,8 +125,8 @@ func (col *Column) copyValue(v []byte) []byte {
 // once (the consumer's finishParallel): with two, half of a rotation's
 // segments allocated their slices and blocks afresh, and copying the
 // byte values cost a rotation of 64 wide files more than it saved. Each
-// holds a row group's values and levels and up to keepBlockBytes of
-// blocks (a few MB for a wide one), outside the memory budget.
+// holds a row group's values and levels and its blocks up to
+// SetKeptBlockBytes (a few MB for a wide one), outside the memory budget.
 var freeColumns = make(chan *Columns, 4)
 
 // GetColumns returns empty Columns for rows rows of layout, every
@@ -151,20 +167,24 @@ func PutColumns(c *Columns) {
 	}
 }
 
-// empty drops c's values and keeps the room of its slices.
+// empty drops c's values and keeps the room of its slices. It goes
+// through every column c has room for, not only the current layout's: a
+// narrower layout hides the columns of a wider one that used c before,
+// and their blocks count too.
 func (c *Columns) empty() {
-	kept := 0
+	kept, keep := 0, int(keptBlockBytes.Load())
+	c.Cols = c.Cols[:cap(c.Cols)]
 	for i := range c.Cols {
 		col := &c.Cols[i]
 		clear(col.Bytes) // no reference left into the caller's memory
 		clear(col.Fixed)
 		col.Int32, col.Int64, col.Float32, col.Float64 = col.Int32[:0], col.Int64[:0], col.Float32[:0], col.Float64[:0]
 		col.Bool, col.Bytes, col.Fixed, col.fixed = col.Bool[:0], col.Bytes[:0], col.Fixed[:0], col.fixed[:0]
-		// The blocks are kept for the next row group up to keepBlockBytes
-		// in all: a wide row group's copies are tens of MB, which the
-		// pool would otherwise hold outside the memory budget.
+		// The blocks are kept for the next row group up to keep bytes in
+		// all: a wide row group's copies are tens of MB, which the pool
+		// would otherwise hold outside the memory budget.
 		for k := range col.blocks {
-			if kept += cap(col.blocks[k]); kept > keepBlockBytes {
+			if kept += cap(col.blocks[k]); kept > keep {
 				clear(col.blocks[k:])
 				col.blocks = col.blocks[:k]
 				break
