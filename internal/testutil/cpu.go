@@ -36,3 +36,6 @@ func (m *RowMeter) Report(b *testing.B) {
 		b.ReportMetric(float64(m.Rows)/cpu.Seconds(), "rows/cpu-s")
 	}
 }
+
+// CPUSeconds is the process's CPU time since StartRows, in seconds.
+func (m *RowMeter) CPUSeconds() float64 { return (ProcessCPU() - m.cpu0).Seconds() }
