@@ -107,14 +107,13 @@ func BenchmarkBenchFiles(b *testing.B) {
 		})
 		b.Run(s.Name+"/columns", func(b *testing.B) {
 			cols := fillAll()
-			// The segments' settings but for the compression.
-			props := parquet.NewWriterProperties(
-				parquet.WithCompression(compress.Codecs.Uncompressed),
-				parquet.WithStats(true),
-				parquet.WithDictionaryPageSizeLimit(parquetfmt.DictPageLimit),
-				parquet.WithMaxRowGroupLength(parquetfmt.MaxRowGroupLength),
-				parquet.WithAllocator(memory.DefaultAllocator),
-			)
+			// The segments' settings, each column's codec set to none
+			// (both shapes are flat: a column's path is its name).
+			var none []parquet.WriterProperty
+			for _, f := range s.arrow.Fields() {
+				none = append(none, parquet.WithCompressionFor(f.Name, compress.Codecs.Uncompressed))
+			}
+			props := parquetfmt.WriterProperties(memory.DefaultAllocator, none...)
 			var out byteCounter
 			m := testutil.StartRows()
 			for i := 0; b.Loop(); i++ {
